@@ -1,0 +1,50 @@
+# sandbox-apiserver: see README.md for the two-command quick start.
+SHELL := /usr/bin/env bash
+GO ?= go
+OUTPUT := _output
+BIN := $(OUTPUT)/bin
+
+.PHONY: all build test test-unit test-integration test-e2e codegen verify vet bench tools run down clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/sandbox-apiserver ./cmd/sandbox-apiserver
+
+# Every test layer: unit, integration, then end to end on the local control plane.
+test: verify test-unit test-integration test-e2e
+
+test-unit:
+	$(GO) test ./pkg/... ./cmd/...
+
+test-integration:
+	$(GO) test -count=1 -timeout 20m ./test/integration/...
+
+test-e2e: build tools
+	$(GO) test -count=1 -timeout 40m ./test/e2e/...
+
+codegen:
+	hack/update-codegen.sh
+
+vet:
+	$(GO) vet ./...
+
+verify: vet
+	hack/verify-codegen.sh
+
+bench: build
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/...
+
+# Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) built from the module proxy.
+tools:
+	hack/build-tools.sh
+
+run: build tools
+	hack/local-up.sh start
+	hack/run-examples.sh
+
+down:
+	hack/local-up.sh stop
+
+clean:
+	rm -rf $(OUTPUT)
