@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds the upstream binaries the local control plane runs (kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the pins in
+# hack/tools/go.mod, into a cache directory keyed by those pins and the Go
+# toolchain, and links them into _output/tools/bin/. Also copies kwok's Stage
+# files into _output/tools/kwok-stages/. A second run only re-links.
+#
+# Environment:
+#   SANDBOX_TOOLS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/sandbox-apiserver/tools)
+#   GO                   go command (default: go)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "${ROOT}/hack/lib/common.sh"
+
+GO="${GO:-go}"
+TOOLS_MOD="${ROOT}/hack/tools"
+OUT_BIN="${ROOT}/_output/tools/bin"
+OUT_STAGES="${ROOT}/_output/tools/kwok-stages"
+
+# name|package|version (the version is only for the -X version stamps)
+mod_version() {
+  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "${TOOLS_MOD}/go.mod"
+}
+KUBE_VERSION="$(mod_version k8s.io/kubernetes)"
+KWOK_VERSION="$(mod_version sigs.k8s.io/kwok)"
+[[ -n "${KUBE_VERSION}" && -n "${KWOK_VERSION}" ]] || die "cannot read versions from hack/tools/go.mod"
+
+TOOLS=(
+  "kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver"
+  "kube-controller-manager|k8s.io/kubernetes/cmd/kube-controller-manager"
+  "kube-scheduler|k8s.io/kubernetes/cmd/kube-scheduler"
+  "kubectl|k8s.io/kubernetes/cmd/kubectl"
+  "etcd|go.etcd.io/etcd/server/v3"
+  "kwok|sigs.k8s.io/kwok/cmd/kwok"
+)
+
+KWOK_STAGES=(
+  kustomize/stage/node/fast/node-initialize.yaml
+  kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+  kustomize/stage/pod/fast/pod-ready.yaml
+  kustomize/stage/pod/fast/pod-complete.yaml
+  kustomize/stage/pod/fast/pod-delete.yaml
+)
+
+# The cache key covers everything that changes the binaries: the module pins,
+# the toolchain and the target platform.
+cache_key() {
+  {
+    cat "${TOOLS_MOD}/go.mod" "${TOOLS_MOD}/go.sum"
+    (cd "${TOOLS_MOD}" && "${GO}" env GOVERSION GOOS GOARCH)
+  } | sha256sum | cut -c1-16
+}
+
+kube_ldflags() {
+  local v="${KUBE_VERSION#v}" major minor
+  major="${v%%.*}"
+  minor="${v#*.}"; minor="${minor%%.*}"
+  local pkg flags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X ${pkg}.gitVersion=${KUBE_VERSION}"
+    flags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+    flags+=" -X ${pkg}.gitTreeState=clean"
+  done
+  echo "${flags}"
+}
+
+ldflags_for() {
+  case "$1" in
+    kube-*|kubectl) kube_ldflags ;;
+    kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
+    *) echo "-s -w" ;;
+  esac
+}
+
+main() {
+  command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
+  local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+  local cache_dir="${cache_root}/$(cache_key)"
+  mkdir -p "${cache_dir}" "${OUT_BIN}" "${OUT_STAGES}"
+  log "tools cache: ${cache_dir}"
+
+  local entry name pkg start total_start=${SECONDS} built=0
+  for entry in "${TOOLS[@]}"; do
+    name="${entry%%|*}"
+    pkg="${entry#*|}"
+    if [[ -x "${cache_dir}/${name}" ]]; then
+      log "${name}: cached"
+    else
+      log "${name}: building ${pkg} ..."
+      start=${SECONDS}
+      # Build to a temporary name and rename, so an interrupted build never
+      # leaves a truncated binary that a later run would take as cached.
+      (cd "${TOOLS_MOD}" && CGO_ENABLED=0 "${GO}" build -trimpath \
+        -ldflags="$(ldflags_for "${name}")" \
+        -o "${cache_dir}/${name}.tmp.$$" "${pkg}") \
+        || { rm -f "${cache_dir}/${name}.tmp.$$"; die "${name}: build failed"; }
+      mv -f "${cache_dir}/${name}.tmp.$$" "${cache_dir}/${name}"
+      log "${name}: built in $((SECONDS - start))s"
+      built=$((built + 1))
+    fi
+    ln -sfn "${cache_dir}/${name}" "${OUT_BIN}/${name}"
+  done
+
+  local kwok_dir rel
+  kwok_dir="$(cd "${TOOLS_MOD}" && "${GO}" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  [[ -n "${kwok_dir}" && -d "${kwok_dir}" ]] || die "kwok module source not found (go mod download in hack/tools)"
+  for rel in "${KWOK_STAGES[@]}"; do
+    [[ -f "${kwok_dir}/${rel}" ]] || die "kwok stage file missing: ${rel}"
+    install -m 0644 "${kwok_dir}/${rel}" "${OUT_STAGES}/$(basename "${rel}")"
+  done
+
+  log "tools ready in _output/tools/bin (${built} built, $((SECONDS - total_start))s); kwok stages in _output/tools/kwok-stages"
+}
+
+main "$@"
