@@ -1,0 +1,12 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// +k8s:deepcopy-gen=package
+// +k8s:conversion-gen=github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents
+// +k8s:defaulter-gen=TypeMeta
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=io.x-k8s.agents.v1beta1
+// +groupName=agents.x-k8s.io
+
+// Package v1beta1 is the v1beta1 version of the agents.x-k8s.io API: the storage and preferred version.
+package v1beta1

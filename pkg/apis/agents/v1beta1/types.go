@@ -1,0 +1,174 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ShutdownPolicy says what happens to a Sandbox when its shutdownTime has passed.
+// +enum
+type ShutdownPolicy string
+
+const (
+	// ShutdownPolicyDelete deletes the Sandbox after its children.
+	ShutdownPolicyDelete ShutdownPolicy = "Delete"
+	// ShutdownPolicyRetain keeps the Sandbox, expired, after its children are deleted.
+	ShutdownPolicyRetain ShutdownPolicy = "Retain"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
+
+// Sandbox is a single, controller-managed Pod meant to host an agent workload, with an optional
+// headless Service and PersistentVolumeClaims that live as long as the Sandbox.
+type Sandbox struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the Sandbox.
+	Spec SandboxSpec `json:"spec"`
+
+	// status is the observed state of the Sandbox, written by the controller.
+	// +optional
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxList is a list of Sandboxes.
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of Sandboxes.
+	Items []Sandbox `json:"items"`
+}
+
+// PodMetadata is the part of object metadata that is copied onto the Pod: labels and annotations.
+type PodMetadata struct {
+	// labels are added to the Pod. Keys removed here are removed from the Pod again.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the Pod. Keys removed here are removed from the Pod again.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// EmbeddedObjectMetadata is the part of object metadata a volume claim template carries.
+type EmbeddedObjectMetadata struct {
+	// name of the volume claim template. The PersistentVolumeClaim is named <name>-<sandbox name>,
+	// and a Pod volume of this name is added to the Pod.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// labels are added to the PersistentVolumeClaim.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the PersistentVolumeClaim.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// PodTemplate describes the Pod of a Sandbox.
+type PodTemplate struct {
+	// spec is the full specification of the Pod. The Pod is named after the Sandbox.
+	Spec corev1.PodSpec `json:"spec"`
+
+	// metadata holds the labels and annotations put on the Pod.
+	// +optional
+	ObjectMeta PodMetadata `json:"metadata,omitempty"`
+}
+
+// PersistentVolumeClaimTemplate describes a PersistentVolumeClaim made for a Sandbox.
+type PersistentVolumeClaimTemplate struct {
+	// metadata of the claim; name is required.
+	EmbeddedObjectMetadata `json:"metadata"`
+
+	// spec is the specification of the PersistentVolumeClaim. Every claim needs at least one
+	// access mode that a provisioner in the cluster supports.
+	Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+}
+
+// Lifecycle holds the expiry settings of a Sandbox.
+type Lifecycle struct {
+	// shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and
+	// PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.
+	// +optional
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+
+	// shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it,
+	// Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying
+	// resources (Pods, Services) are always deleted on expiry.
+	// +optional
+	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+}
+
+// SandboxSpec is the desired state of a Sandbox.
+type SandboxSpec struct {
+	// podTemplate describes the Pod the controller runs for this Sandbox.
+	PodTemplate PodTemplate `json:"podTemplate"`
+
+	// volumeClaimTemplates lists the PersistentVolumeClaims made for this Sandbox. Each one is named
+	// <template name>-<sandbox name> and mounted as the Pod volume of the template's name. The list
+	// is replaced as a whole on update.
+	// +optional
+	// +listType=atomic
+	VolumeClaimTemplates []PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+
+	// Lifecycle holds shutdownTime and shutdownPolicy, inlined into spec.
+	Lifecycle `json:",inline"`
+
+	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
+	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// service controls the headless Service of this Sandbox. true creates (or adopts) one named after
+	// the Sandbox, false deletes the one the controller owns, and unset keeps an existing Service but
+	// creates none.
+	// +optional
+	Service *bool `json:"service,omitempty"`
+}
+
+// SandboxStatus is the observed state of a Sandbox.
+type SandboxStatus struct {
+	// serviceFQDN is the fully qualified DNS name of the Sandbox's Service, valid for the cluster
+	// domain the controller was configured with (cluster.local by default).
+	// +optional
+	ServiceFQDN string `json:"serviceFQDN,omitempty"`
+
+	// service is the name of the Service of this Sandbox, when it has one.
+	// +optional
+	Service string `json:"service,omitempty"`
+
+	// conditions are Ready, Suspended and Finished.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// replicas is the number of Pods running for this Sandbox (0 or 1), the status path of the scale
+	// subresource.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// selector is the label selector of the Sandbox's Pod in string form, for the scale subresource.
+	// +optional
+	LabelSelector string `json:"selector,omitempty"`
+
+	// podIPs are the IP addresses of the Pod; more than one on dual-stack clusters.
+	// +optional
+	// +listType=atomic
+	PodIPs []string `json:"podIPs,omitempty"`
+}

@@ -1,0 +1,45 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package v1beta1
+
+// Well-known label and annotation keys shared by the API and the controllers.
+const (
+	// SandboxNameHashLabel carries the hash of the Sandbox name on every child, and selects its Pod.
+	SandboxNameHashLabel = "agents.x-k8s.io/sandbox-name-hash"
+	// SandboxPropagatedLabelsAnnotation lists the Pod labels that came from spec.podTemplate.metadata.
+	SandboxPropagatedLabelsAnnotation = "agents.x-k8s.io/propagated-labels"
+	// SandboxPropagatedAnnotationsAnnotation lists the Pod annotations that came from spec.podTemplate.metadata.
+	SandboxPropagatedAnnotationsAnnotation = "agents.x-k8s.io/propagated-annotations"
+	// SandboxPodTemplateHashLabel records the pod template revision a warm-pool member was built from.
+	SandboxPodTemplateHashLabel = "agents.x-k8s.io/sandbox-pod-template-hash"
+	// SandboxPodNameAnnotation names the Pod of a Sandbox when it is not named after the Sandbox.
+	SandboxPodNameAnnotation = "agents.x-k8s.io/pod-name"
+	// SandboxTemplateRefAnnotation records the SandboxTemplate a Sandbox was made from.
+	SandboxTemplateRefAnnotation = "agents.x-k8s.io/sandbox-template-ref"
+)
+
+// ConditionType is a type of condition reported in a Sandbox status.
+type ConditionType string
+
+// Condition types of a Sandbox.
+const (
+	SandboxConditionReady     ConditionType = "Ready"
+	SandboxConditionSuspended ConditionType = "Suspended"
+	SandboxConditionFinished  ConditionType = "Finished"
+)
+
+// Reasons of the Sandbox conditions.
+const (
+	SandboxReasonDependenciesReady    = "DependenciesReady"
+	SandboxReasonDependenciesNotReady = "DependenciesNotReady"
+	SandboxReasonSuspended            = "SandboxSuspended"
+	SandboxReasonExpired              = "SandboxExpired"
+	SandboxReasonReconcilerError      = "ReconcilerError"
+
+	SandboxReasonSuspendedPodTerminated    = "PodTerminated"
+	SandboxReasonSuspendedPodNotTerminated = "PodNotTerminated"
+
+	SandboxReasonPodSucceeded = "PodSucceeded"
+	SandboxReasonPodFailed    = "PodFailed"
+)

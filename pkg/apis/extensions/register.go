@@ -1,0 +1,34 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package extensions
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of SandboxClaim, SandboxTemplate and SandboxWarmPool.
+const GroupName = "extensions.agents.x-k8s.io"
+
+// SchemeGroupVersion is the internal version used to register the hub types.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: runtime.APIVersionInternal}
+
+// Resource takes an unqualified resource and returns it qualified with this group.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var (
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	AddToScheme   = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&SandboxClaim{}, &SandboxClaimList{},
+		&SandboxTemplate{}, &SandboxTemplateList{},
+		&SandboxWarmPool{}, &SandboxWarmPoolList{},
+	)
+	return nil
+}

@@ -1,0 +1,191 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package extensions
+
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+)
+
+// WarmPoolPolicy says which warm pools a claim may adopt a sandbox from: "none", "default" (any
+// pool for the claim's template) or the name of one pool.
+type WarmPoolPolicy string
+
+const (
+	WarmPoolPolicyNone    WarmPoolPolicy = "none"
+	WarmPoolPolicyDefault WarmPoolPolicy = "default"
+)
+
+// ShutdownPolicy says what happens when a claim expires.
+type ShutdownPolicy string
+
+const (
+	ShutdownPolicyDelete           ShutdownPolicy = "Delete"
+	ShutdownPolicyDeleteForeground ShutdownPolicy = "DeleteForeground"
+	ShutdownPolicyRetain           ShutdownPolicy = "Retain"
+)
+
+// NetworkPolicyManagement says whether the template controller owns the template's NetworkPolicy.
+type NetworkPolicyManagement string
+
+const (
+	NetworkPolicyManagementManaged   NetworkPolicyManagement = "Managed"
+	NetworkPolicyManagementUnmanaged NetworkPolicyManagement = "Unmanaged"
+)
+
+// EnvVarsInjectionPolicy says whether claims may inject environment variables.
+type EnvVarsInjectionPolicy string
+
+const (
+	EnvVarsInjectionPolicyAllowed    EnvVarsInjectionPolicy = "Allowed"
+	EnvVarsInjectionPolicyOverrides  EnvVarsInjectionPolicy = "Overrides"
+	EnvVarsInjectionPolicyDisallowed EnvVarsInjectionPolicy = "Disallowed"
+)
+
+// SandboxWarmPoolUpdateStrategyType says how stale warm-pool members are replaced.
+type SandboxWarmPoolUpdateStrategyType string
+
+const (
+	RecreateSandboxWarmPoolUpdateStrategyType    SandboxWarmPoolUpdateStrategyType = "Recreate"
+	OnReplenishSandboxWarmPoolUpdateStrategyType SandboxWarmPoolUpdateStrategyType = "OnReplenish"
+)
+
+// SandboxTemplateRef names a SandboxTemplate in the same namespace.
+type SandboxTemplateRef struct {
+	Name string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClaim is a tenant's request for a Sandbox made from a SandboxTemplate.
+type SandboxClaim struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   SandboxClaimSpec
+	Status SandboxClaimStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClaimList is a list of SandboxClaims.
+type SandboxClaimList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []SandboxClaim
+}
+
+// EnvVar is an environment variable a claim injects into the sandbox's containers.
+type EnvVar struct {
+	Name          string
+	Value         string
+	ContainerName string
+}
+
+// Lifecycle holds the expiry settings of a claim.
+type Lifecycle struct {
+	ShutdownTime            *metav1.Time
+	TTLSecondsAfterFinished *int32
+	ShutdownPolicy          *ShutdownPolicy
+}
+
+// SandboxClaimSpec is the desired state of a SandboxClaim.
+type SandboxClaimSpec struct {
+	TemplateRef           SandboxTemplateRef
+	WarmPool              *WarmPoolPolicy
+	AdditionalPodMetadata agents.PodMetadata
+	Env                   []EnvVar
+	Lifecycle             *Lifecycle
+}
+
+// SandboxStatus is the claim's view of its Sandbox.
+type SandboxStatus struct {
+	Name   string
+	PodIPs []string
+}
+
+// SandboxClaimStatus is the observed state of a SandboxClaim.
+type SandboxClaimStatus struct {
+	Conditions    []metav1.Condition
+	SandboxStatus SandboxStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxTemplate is a reusable blueprint of a Sandbox, with its NetworkPolicy and policies.
+type SandboxTemplate struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec SandboxTemplateSpec
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxTemplateList is a list of SandboxTemplates.
+type SandboxTemplateList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []SandboxTemplate
+}
+
+// NetworkPolicySpec is the part of a NetworkPolicy a template sets: its ingress and egress rules.
+type NetworkPolicySpec struct {
+	Ingress []networkingv1.NetworkPolicyIngressRule
+	Egress  []networkingv1.NetworkPolicyEgressRule
+}
+
+// SandboxTemplateSpec is the desired state of a SandboxTemplate.
+type SandboxTemplateSpec struct {
+	PodTemplate             agents.PodTemplate
+	VolumeClaimTemplates    []agents.PersistentVolumeClaimTemplate
+	NetworkPolicy           *NetworkPolicySpec
+	NetworkPolicyManagement NetworkPolicyManagement
+	EnvVarsInjectionPolicy  EnvVarsInjectionPolicy
+	Service                 *bool
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxWarmPool keeps a number of pre-started Sandboxes from a template ready for claims.
+type SandboxWarmPool struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   SandboxWarmPoolSpec
+	Status SandboxWarmPoolStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxWarmPoolList is a list of SandboxWarmPools.
+type SandboxWarmPoolList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []SandboxWarmPool
+}
+
+// SandboxWarmPoolUpdateStrategy says how members are replaced after their template changed.
+type SandboxWarmPoolUpdateStrategy struct {
+	Type SandboxWarmPoolUpdateStrategyType
+}
+
+// SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
+type SandboxWarmPoolSpec struct {
+	Replicas       int32
+	TemplateRef    SandboxTemplateRef
+	UpdateStrategy *SandboxWarmPoolUpdateStrategy
+}
+
+// SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
+type SandboxWarmPoolStatus struct {
+	Replicas      int32
+	ReadyReplicas int32
+	Selector      string
+}

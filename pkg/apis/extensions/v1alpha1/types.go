@@ -1,0 +1,340 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1alpha1"
+)
+
+// WarmPoolPolicy says which warm pools a claim may adopt a sandbox from: "none" never, "default"
+// any pool of the claim's template in its namespace, and any other value only the pool of that name.
+type WarmPoolPolicy string
+
+const (
+	// WarmPoolPolicyNone never adopts: the sandbox is always created from the template.
+	WarmPoolPolicyNone WarmPoolPolicy = "none"
+	// WarmPoolPolicyDefault adopts from any warm pool of the claim's template.
+	WarmPoolPolicyDefault WarmPoolPolicy = "default"
+)
+
+// ShutdownPolicy says what happens when a claim expires.
+// +enum
+type ShutdownPolicy string
+
+const (
+	// ShutdownPolicyDelete deletes the claim, and with it its sandbox.
+	ShutdownPolicyDelete ShutdownPolicy = "Delete"
+	// ShutdownPolicyDeleteForeground deletes the claim in the foreground: the claim stays, being
+	// deleted, until its sandbox and pod are gone.
+	ShutdownPolicyDeleteForeground ShutdownPolicy = "DeleteForeground"
+	// ShutdownPolicyRetain deletes the sandbox and keeps the claim with Ready=False ClaimExpired.
+	ShutdownPolicyRetain ShutdownPolicy = "Retain"
+)
+
+// NetworkPolicyManagement says whether the template controller owns the template's NetworkPolicy.
+// +enum
+type NetworkPolicyManagement string
+
+const (
+	// NetworkPolicyManagementManaged makes the controller create and repair the NetworkPolicy.
+	NetworkPolicyManagementManaged NetworkPolicyManagement = "Managed"
+	// NetworkPolicyManagementUnmanaged leaves networking to something else; the controller removes its policy.
+	NetworkPolicyManagementUnmanaged NetworkPolicyManagement = "Unmanaged"
+)
+
+// EnvVarsInjectionPolicy says whether claims may inject environment variables.
+// +enum
+type EnvVarsInjectionPolicy string
+
+const (
+	// EnvVarsInjectionPolicyAllowed lets claims add variables, not change the template's.
+	EnvVarsInjectionPolicyAllowed EnvVarsInjectionPolicy = "Allowed"
+	// EnvVarsInjectionPolicyOverrides lets claims add variables and override the template's.
+	EnvVarsInjectionPolicyOverrides EnvVarsInjectionPolicy = "Overrides"
+	// EnvVarsInjectionPolicyDisallowed refuses claims that set env.
+	EnvVarsInjectionPolicyDisallowed EnvVarsInjectionPolicy = "Disallowed"
+)
+
+// SandboxWarmPoolUpdateStrategyType says how stale warm-pool members are replaced.
+// +enum
+type SandboxWarmPoolUpdateStrategyType string
+
+const (
+	// RecreateSandboxWarmPoolUpdateStrategyType deletes members at once when the template's pod
+	// template changes; the pool then refills. Label or annotation changes alone do not count.
+	RecreateSandboxWarmPoolUpdateStrategyType SandboxWarmPoolUpdateStrategyType = "Recreate"
+	// OnReplenishSandboxWarmPoolUpdateStrategyType keeps stale members until they are adopted or
+	// deleted; replacements are built from the new template.
+	OnReplenishSandboxWarmPoolUpdateStrategyType SandboxWarmPoolUpdateStrategyType = "OnReplenish"
+)
+
+// SandboxTemplateRef names a SandboxTemplate in the same namespace.
+type SandboxTemplateRef struct {
+	// name of the SandboxTemplate, in the same namespace.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClaim is a tenant's request for a Sandbox made from a SandboxTemplate. It is served from a
+// warm pool when one fits, and otherwise by a Sandbox created from the template.
+type SandboxClaim struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the claim.
+	Spec SandboxClaimSpec `json:"spec"`
+
+	// status is the observed state of the claim, written by the controller.
+	// +optional
+	Status SandboxClaimStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxClaimList is a list of SandboxClaims.
+type SandboxClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of SandboxClaims.
+	Items []SandboxClaim `json:"items"`
+}
+
+// EnvVar is an environment variable a claim injects into the sandbox's containers.
+type EnvVar struct {
+	// name of the variable.
+	Name string `json:"name"`
+
+	// value of the variable.
+	Value string `json:"value"`
+
+	// containerName is the init or regular container that gets the variable. When empty, the first
+	// regular container gets it.
+	// +optional
+	ContainerName string `json:"containerName,omitempty"`
+}
+
+// Lifecycle holds the expiry settings of a claim.
+type Lifecycle struct {
+	// shutdownTime is the absolute time (RFC 3339) at which the claim expires.
+	// +optional
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+
+	// ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished
+	// condition mirrored from the sandbox), in seconds.
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// shutdownPolicy says what happens when the claim expires: Delete removes the claim and its
+	// sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone,
+	// and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.
+	// +optional
+	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+}
+
+// SandboxClaimSpec is the desired state of a SandboxClaim.
+type SandboxClaimSpec struct {
+	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from.
+	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
+
+	// warmpool says which warm pools the claim may adopt a sandbox from: "none" never, "default"
+	// (the default) any pool of the template, or the name of one pool.
+	// +optional
+	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
+
+	// additionalPodMetadata holds labels and annotations merged onto the sandbox's pod. Keys in the
+	// kubernetes.io, k8s.io and agents.x-k8s.io domains are refused, and so is a key the template
+	// already sets to another value.
+	// +optional
+	AdditionalPodMetadata agentsv1alpha1.PodMetadata `json:"additionalPodMetadata,omitempty"`
+
+	// env lists environment variables injected into the sandbox's containers, as the template's
+	// envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool
+	// to "none".
+	// +optional
+	// +listType=atomic
+	Env []EnvVar `json:"env,omitempty"`
+
+	// lifecycle says when the claim expires and what happens then.
+	// +optional
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// SandboxStatus is the claim's view of its Sandbox.
+type SandboxStatus struct {
+	// name of the Sandbox serving this claim.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// podIPs of the sandbox's pod.
+	// +optional
+	// +listType=atomic
+	PodIPs []string `json:"podIPs,omitempty"`
+}
+
+// SandboxClaimStatus is the observed state of a SandboxClaim.
+type SandboxClaimStatus struct {
+	// conditions are Ready and Finished, mirrored from the sandbox or set by the claim controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// sandbox is the Sandbox serving this claim.
+	// +optional
+	SandboxStatus SandboxStatus `json:"sandbox,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxTemplate is a reusable blueprint of a Sandbox for claims and warm pools: its pod, volumes
+// and Service, the NetworkPolicy shared by all its sandboxes, and what claims may change.
+type SandboxTemplate struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the template.
+	Spec SandboxTemplateSpec `json:"spec"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxTemplateList is a list of SandboxTemplates.
+type SandboxTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of SandboxTemplates.
+	Items []SandboxTemplate `json:"items"`
+}
+
+// NetworkPolicySpec holds the ingress and egress rules of the template's NetworkPolicy. The pod
+// selector and policy types are set by the controller.
+type NetworkPolicySpec struct {
+	// ingress rules. Traffic not allowed here is denied, sidecars included: add their ports too.
+	// +optional
+	// +listType=atomic
+	Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+
+	// egress rules. Traffic not allowed here is denied.
+	// +optional
+	// +listType=atomic
+	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+}
+
+// SandboxTemplateSpec is the desired state of a SandboxTemplate.
+type SandboxTemplateSpec struct {
+	// podTemplate describes the pod of every sandbox made from this template.
+	PodTemplate agentsv1alpha1.PodTemplate `json:"podTemplate"`
+
+	// volumeClaimTemplates lists the PersistentVolumeClaims made for every sandbox. The list is
+	// replaced as a whole on update.
+	// +optional
+	// +listType=atomic
+	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+
+	// networkPolicy holds the rules of the NetworkPolicy shared by the template's sandboxes. Unset,
+	// under Managed, gives the secure default: ingress only from pods labelled app=sandbox-router,
+	// egress to the internet but not to private, link-local or metadata addresses.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or
+	// Unmanaged to leave networking to something else.
+	// +optional
+	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
+
+	// envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the
+	// default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).
+	// +optional
+	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
+
+	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
+	// +optional
+	Service *bool `json:"service,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
+
+// SandboxWarmPool keeps a number of pre-started Sandboxes from a template ready to be claimed.
+type SandboxWarmPool struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the pool.
+	Spec SandboxWarmPoolSpec `json:"spec"`
+
+	// status is the observed state of the pool, written by the controller.
+	// +optional
+	Status SandboxWarmPoolStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SandboxWarmPoolList is a list of SandboxWarmPools.
+type SandboxWarmPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items is the list of SandboxWarmPools.
+	Items []SandboxWarmPool `json:"items"`
+}
+
+// SandboxWarmPoolUpdateStrategy says how members are replaced after their template changed.
+type SandboxWarmPoolUpdateStrategy struct {
+	// type is OnReplenish (the default) or Recreate.
+	// +optional
+	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty"`
+}
+
+// SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
+type SandboxWarmPoolSpec struct {
+	// replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale
+	// subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
+	Replicas int32 `json:"replicas"`
+
+	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
+	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
+
+	// updateStrategy says how members are replaced after the template changed.
+	// +optional
+	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
+type SandboxWarmPoolStatus struct {
+	// replicas is the number of current members of the pool.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of members whose Ready condition is True.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// selector is the label selector of the pool's members in string form, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}

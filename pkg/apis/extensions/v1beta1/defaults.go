@@ -1,0 +1,41 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package v1beta1
+
+import "k8s.io/utils/ptr"
+
+// SetDefaults_SandboxClaimSpec makes a claim use any warm pool of its template unless told otherwise.
+func SetDefaults_SandboxClaimSpec(obj *SandboxClaimSpec) {
+	if obj.WarmPool == nil {
+		obj.WarmPool = ptr.To(WarmPoolPolicyDefault)
+	}
+}
+
+// SetDefaults_Lifecycle keeps the claim after expiry unless a policy says otherwise.
+func SetDefaults_Lifecycle(obj *Lifecycle) {
+	if obj.ShutdownPolicy == nil {
+		obj.ShutdownPolicy = ptr.To(ShutdownPolicyRetain)
+	}
+}
+
+// SetDefaults_SandboxTemplateSpec gives a template the secure defaults: a managed NetworkPolicy and
+// no environment injection by claims.
+func SetDefaults_SandboxTemplateSpec(obj *SandboxTemplateSpec) {
+	if obj.NetworkPolicyManagement == "" {
+		obj.NetworkPolicyManagement = NetworkPolicyManagementManaged
+	}
+	if obj.EnvVarsInjectionPolicy == "" {
+		obj.EnvVarsInjectionPolicy = EnvVarsInjectionPolicyDisallowed
+	}
+}
+
+// SetDefaults_SandboxWarmPoolSpec replaces stale members only when they are used up (OnReplenish).
+func SetDefaults_SandboxWarmPoolSpec(obj *SandboxWarmPoolSpec) {
+	if obj.UpdateStrategy == nil {
+		obj.UpdateStrategy = &SandboxWarmPoolUpdateStrategy{}
+	}
+	if obj.UpdateStrategy.Type == "" {
+		obj.UpdateStrategy.Type = OnReplenishSandboxWarmPoolUpdateStrategyType
+	}
+}
