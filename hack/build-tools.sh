@@ -76,7 +76,9 @@ ldflags_for() {
 main() {
   command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
   local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
-  local cache_dir="${cache_root}/$(cache_key)"
+  local cache_dir key
+  key="$(cache_key)"
+  cache_dir="${cache_root}/${key}"
   mkdir -p "${cache_dir}" "${OUT_BIN}" "${OUT_STAGES}"
   log "tools cache: ${cache_dir}"
 

@@ -149,6 +149,7 @@ launch() {
   bin="$(component_bin "${name}")"
   rm -f "${pidfile}"
   printf '\n==== %s starting %s %s\n' "$(date -u +%FT%TZ)" "${name}" "$*" >>"${logfile}"
+  # shellcheck disable=SC2016 # expanded by the inner shell
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "${pidfile}" "${bin}" "$@" \
     </dev/null >>"${logfile}" 2>&1 &
   local i

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the hack/ scripts. Source it; it defines functions only.
 
 log() {
