@@ -651,9 +651,14 @@ cmd_stop() {
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
   done
-  local name port left=0
+  # A killed process may take a moment to release its sockets.
+  local name port left=0 i
   for name in "${COMPONENTS[@]}"; do
     for port in $(component_ports "${name}"); do
+      for ((i = 0; i < 25; i++)); do
+        port_in_use "${port}" || break
+        sleep 0.2
+      done
       if port_in_use "${port}"; then
         log "WARNING: port ${port} (${name}) still has a listener:"
         port_owner "${port}" | sed 's/^/    /' >&2
