@@ -1,0 +1,170 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package validation
+
+import (
+	"slices"
+	"sort"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	agentsvalidation "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+)
+
+var supportedClaimShutdownPolicies = []extensions.ShutdownPolicy{
+	extensions.ShutdownPolicyDelete, extensions.ShutdownPolicyDeleteForeground, extensions.ShutdownPolicyRetain,
+}
+
+// ValidateSandboxClaimName checks the name of a SandboxClaim. A claim that is not served from a
+// warm pool gets a Sandbox of its own name, so it must be a valid Sandbox name: a DNS-1035 label
+// (see agents validation.ValidateSandboxName).
+var ValidateSandboxClaimName = agentsvalidation.ValidateSandboxName
+
+// ValidateSandboxClaim validates a SandboxClaim on create.
+func ValidateSandboxClaim(c *extensions.SandboxClaim) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&c.ObjectMeta, true, ValidateSandboxClaimName, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateSandboxClaimSpec(&c.Spec, field.NewPath("spec"))...)
+	return allErrs
+}
+
+// ValidateSandboxClaimUpdate validates an update of a claim's metadata and spec.
+//
+// What may change:
+//   - spec.sandboxTemplateRef, spec.warmpool and spec.env are immutable: the claim's Sandbox has
+//     already been made from (or adopted according to) them, and the controller never rebuilds a
+//     Sandbox for a claim, so a change would only make the claim lie about its Sandbox.
+//   - spec.additionalPodMetadata stays mutable: the controller merges it into the Sandbox's pod
+//     template on every sync, and from there onto the running Pod.
+//   - spec.lifecycle stays mutable: expiry is computed by the claim controller from the current
+//     spec, so extending or shortening a claim's life, or changing what happens then, just works.
+func ValidateSandboxClaimUpdate(newC, oldC *extensions.SandboxClaim) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
+	specPath := field.NewPath("spec")
+	allErrs = append(allErrs, validateSandboxClaimSpec(&newC.Spec, specPath)...)
+
+	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(
+		newC.Spec.TemplateRef.Name, oldC.Spec.TemplateRef.Name, specPath.Child("sandboxTemplateRef", "name"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(
+		warmPoolValue(newC.Spec.WarmPool), warmPoolValue(oldC.Spec.WarmPool), specPath.Child("warmpool"))...)
+	if !apiequality.Semantic.DeepEqual(newC.Spec.Env, oldC.Spec.Env) {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("env"), field.OmitValueType{},
+			"field is immutable: the environment is injected when the sandbox is created"))
+	}
+	return allErrs
+}
+
+// ValidateSandboxClaimStatusUpdate validates an update of a claim's status.
+func ValidateSandboxClaimStatusUpdate(newC, oldC *extensions.SandboxClaim) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
+	statusPath := field.NewPath("status")
+	allErrs = append(allErrs, metav1validation.ValidateConditions(newC.Status.Conditions, statusPath.Child("conditions"))...)
+	sandboxPath := statusPath.Child("sandbox")
+	if name := newC.Status.SandboxStatus.Name; name != "" {
+		for _, msg := range agentsvalidation.ValidateSandboxName(name, false) {
+			allErrs = append(allErrs, field.Invalid(sandboxPath.Child("name"), name, msg))
+		}
+	}
+	allErrs = append(allErrs, agentsvalidation.ValidatePodIPs(newC.Status.SandboxStatus.PodIPs, sandboxPath.Child("podIPs"))...)
+	return allErrs
+}
+
+// warmPoolValue is the policy a claim's spec.warmpool stands for; unset means "default", which is
+// what the defaulter fills in.
+func warmPoolValue(p *extensions.WarmPoolPolicy) extensions.WarmPoolPolicy {
+	if p == nil {
+		return extensions.WarmPoolPolicyDefault
+	}
+	return *p
+}
+
+func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))
+
+	warmPool := warmPoolValue(spec.WarmPool)
+	if warmPool != extensions.WarmPoolPolicyNone && warmPool != extensions.WarmPoolPolicyDefault {
+		for _, msg := range ValidateSandboxWarmPoolName(string(warmPool), false) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("warmpool"), warmPool,
+				`must be "none", "default" or the name of a SandboxWarmPool: `+msg))
+		}
+	}
+
+	allErrs = append(allErrs, validateAdditionalPodMetadata(&spec.AdditionalPodMetadata, fldPath.Child("additionalPodMetadata"))...)
+
+	envPath := fldPath.Child("env")
+	allErrs = append(allErrs, validateClaimEnv(spec.Env, envPath)...)
+	// A warm sandbox is already running when a claim adopts it, so nothing can be injected into
+	// its containers any more: the claim controller refuses to adopt for a claim with env. That
+	// can be decided from the claim alone, so it is refused here instead of failing later.
+	if len(spec.Env) > 0 && warmPool != extensions.WarmPoolPolicyNone {
+		allErrs = append(allErrs, field.Invalid(envPath, field.OmitValueType{},
+			`env requires warmpool: none (environment variables cannot be injected into an already running warm sandbox); set spec.warmpool to "none" or remove env`))
+	}
+
+	if lc := spec.Lifecycle; lc != nil {
+		lcPath := fldPath.Child("lifecycle")
+		if lc.TTLSecondsAfterFinished != nil {
+			allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(*lc.TTLSecondsAfterFinished), lcPath.Child("ttlSecondsAfterFinished"))...)
+		}
+		if p := lc.ShutdownPolicy; p != nil && !slices.Contains(supportedClaimShutdownPolicies, *p) {
+			allErrs = append(allErrs, field.NotSupported(lcPath.Child("shutdownPolicy"), *p, supportedClaimShutdownPolicies))
+		}
+	}
+	return allErrs
+}
+
+// validateAdditionalPodMetadata checks the labels and annotations a claim adds to its Pod: valid
+// keys and values, and none in a domain that belongs to Kubernetes or to this system.
+func validateAdditionalPodMetadata(m *agents.PodMetadata, fldPath *field.Path) field.ErrorList {
+	allErrs := agentsvalidation.ValidatePodMetadata(m, fldPath)
+	for _, kind := range []struct {
+		name string
+		keys map[string]string
+	}{{"labels", m.Labels}, {"annotations", m.Annotations}} {
+		keys := make([]string, 0, len(kind.keys))
+		for k := range kind.keys {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if IsRestrictedMetadataKey(k) {
+				allErrs = append(allErrs, field.Forbidden(fldPath.Child(kind.name).Key(k),
+					"keys in the kubernetes.io, k8s.io and agents.x-k8s.io domains (and their subdomains) are reserved"))
+			}
+		}
+	}
+	return allErrs
+}
+
+// validateClaimEnv checks the environment variables a claim injects: valid names, a valid
+// container name when one is given, and each (name, container) pair at most once.
+func validateClaimEnv(env []extensions.EnvVar, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	type target struct{ name, container string }
+	seen := map[target]bool{}
+	for i, e := range env {
+		p := fldPath.Index(i)
+		nameErrs := agentsvalidation.ValidateEnvVarName(e.Name, p.Child("name"))
+		allErrs = append(allErrs, nameErrs...)
+		if e.ContainerName != "" {
+			for _, msg := range utilvalidation.IsDNS1123Label(e.ContainerName) {
+				allErrs = append(allErrs, field.Invalid(p.Child("containerName"), e.ContainerName, msg))
+			}
+		}
+		if len(nameErrs) > 0 {
+			continue
+		}
+		key := target{e.Name, e.ContainerName}
+		if seen[key] {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), e.Name))
+		}
+		seen[key] = true
+	}
+	return allErrs
+}

@@ -1,0 +1,187 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package validation
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	agentsvalidation "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+)
+
+var supportedNetworkPolicyManagement = []extensions.NetworkPolicyManagement{
+	extensions.NetworkPolicyManagementManaged, extensions.NetworkPolicyManagementUnmanaged,
+}
+
+var supportedEnvVarsInjectionPolicies = []extensions.EnvVarsInjectionPolicy{
+	extensions.EnvVarsInjectionPolicyAllowed, extensions.EnvVarsInjectionPolicyOverrides, extensions.EnvVarsInjectionPolicyDisallowed,
+}
+
+var supportedNetworkPolicyProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+
+// ValidateSandboxTemplate validates a SandboxTemplate on create.
+func ValidateSandboxTemplate(t *extensions.SandboxTemplate) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&t.ObjectMeta, true, ValidateSandboxTemplateName, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateSandboxTemplateSpec(&t.Spec, field.NewPath("spec"))...)
+	return allErrs
+}
+
+// ValidateSandboxTemplateUpdate validates an update of a SandboxTemplate.
+//
+// The whole spec stays mutable. A template is only read when something is made from it: sandboxes
+// that exist keep what they were made from (a claim's Sandbox is never rebuilt), warm pools see
+// their members as stale and replace them as their updateStrategy says, and the template's
+// NetworkPolicy is updated in place. Changing the volume claim templates here does not touch the
+// PersistentVolumeClaims of existing sandboxes; only new sandboxes get the new ones.
+func ValidateSandboxTemplateUpdate(newT, oldT *extensions.SandboxTemplate) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateSandboxTemplateSpec(&newT.Spec, field.NewPath("spec"))...)
+	return allErrs
+}
+
+func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := agentsvalidation.ValidatePodTemplate(&spec.PodTemplate, spec.VolumeClaimTemplates, fldPath.Child("podTemplate"))
+	allErrs = append(allErrs, agentsvalidation.ValidateVolumeClaimTemplates(spec.VolumeClaimTemplates, fldPath.Child("volumeClaimTemplates"))...)
+
+	if !slices.Contains(supportedNetworkPolicyManagement, spec.NetworkPolicyManagement) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("networkPolicyManagement"), spec.NetworkPolicyManagement, supportedNetworkPolicyManagement))
+	}
+	if !slices.Contains(supportedEnvVarsInjectionPolicies, spec.EnvVarsInjectionPolicy) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("envVarsInjectionPolicy"), spec.EnvVarsInjectionPolicy, supportedEnvVarsInjectionPolicies))
+	}
+	if np := spec.NetworkPolicy; np != nil {
+		allErrs = append(allErrs, validateNetworkPolicySpec(np, fldPath.Child("networkPolicy"))...)
+	}
+	return allErrs
+}
+
+// validateNetworkPolicySpec checks the rules the controller copies into the template's
+// NetworkPolicy, so that a policy kube-apiserver would refuse is refused here already.
+func validateNetworkPolicySpec(np *extensions.NetworkPolicySpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, rule := range np.Ingress {
+		rulePath := fldPath.Child("ingress").Index(i)
+		for j := range rule.Ports {
+			allErrs = append(allErrs, validateNetworkPolicyPort(&rule.Ports[j], rulePath.Child("ports").Index(j))...)
+		}
+		for j := range rule.From {
+			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.From[j], rulePath.Child("from").Index(j))...)
+		}
+	}
+	for i, rule := range np.Egress {
+		rulePath := fldPath.Child("egress").Index(i)
+		for j := range rule.Ports {
+			allErrs = append(allErrs, validateNetworkPolicyPort(&rule.Ports[j], rulePath.Child("ports").Index(j))...)
+		}
+		for j := range rule.To {
+			allErrs = append(allErrs, validateNetworkPolicyPeer(&rule.To[j], rulePath.Child("to").Index(j))...)
+		}
+	}
+	return allErrs
+}
+
+func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if p := port.Protocol; p != nil && !slices.Contains(supportedNetworkPolicyProtocols, *p) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("protocol"), *p, supportedNetworkPolicyProtocols))
+	}
+
+	portPath := fldPath.Child("port")
+	if port.Port != nil {
+		if port.Port.Type == intstr.Int {
+			for _, msg := range utilvalidation.IsValidPortNum(int(port.Port.IntVal)) {
+				allErrs = append(allErrs, field.Invalid(portPath, port.Port.IntVal, msg))
+			}
+		} else {
+			for _, msg := range utilvalidation.IsValidPortName(port.Port.StrVal) {
+				allErrs = append(allErrs, field.Invalid(portPath, port.Port.StrVal, msg))
+			}
+		}
+	}
+
+	if port.EndPort != nil {
+		endPath := fldPath.Child("endPort")
+		end := *port.EndPort
+		switch {
+		case port.Port == nil:
+			allErrs = append(allErrs, field.Required(portPath, "must be set when endPort is set"))
+		case port.Port.Type != intstr.Int:
+			allErrs = append(allErrs, field.Invalid(endPath, end, "may only be set when port is a number"))
+		case end < port.Port.IntVal:
+			allErrs = append(allErrs, field.Invalid(endPath, end, "must be greater than or equal to port"))
+		default:
+			for _, msg := range utilvalidation.IsValidPortNum(int(end)) {
+				allErrs = append(allErrs, field.Invalid(endPath, end, msg))
+			}
+		}
+	}
+	return allErrs
+}
+
+func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	hasSelector := peer.PodSelector != nil || peer.NamespaceSelector != nil
+	switch {
+	case !hasSelector && peer.IPBlock == nil:
+		allErrs = append(allErrs, field.Required(fldPath, "one of podSelector, namespaceSelector or ipBlock is required"))
+	case hasSelector && peer.IPBlock != nil:
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("ipBlock"), "may not be set together with podSelector or namespaceSelector"))
+	}
+
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	if peer.PodSelector != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.PodSelector, opts, fldPath.Child("podSelector"))...)
+	}
+	if peer.NamespaceSelector != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, opts, fldPath.Child("namespaceSelector"))...)
+	}
+	if peer.IPBlock != nil {
+		allErrs = append(allErrs, validateIPBlock(peer.IPBlock, fldPath.Child("ipBlock"))...)
+	}
+	return allErrs
+}
+
+// validateIPBlock checks cidr and that every except entry is a CIDR strictly inside it. CIDRs are
+// checked as kube-apiserver checks NetworkPolicies: no bits set after the prefix length, but
+// non-canonical spellings (upper-case IPv6) are accepted.
+func validateIPBlock(b *networkingv1.IPBlock, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	cidrPath := fldPath.Child("cidr")
+	var block netip.Prefix
+	if b.CIDR == "" {
+		allErrs = append(allErrs, field.Required(cidrPath, ""))
+	} else if errs := utilvalidation.IsValidCIDRForLegacyField(cidrPath, b.CIDR, true, nil); len(errs) > 0 {
+		allErrs = append(allErrs, errs...)
+	} else {
+		block, _ = netip.ParsePrefix(b.CIDR)
+	}
+
+	for i, except := range b.Except {
+		exceptPath := fldPath.Child("except").Index(i)
+		if errs := utilvalidation.IsValidCIDRForLegacyField(exceptPath, except, true, nil); len(errs) > 0 {
+			allErrs = append(allErrs, errs...)
+			continue
+		}
+		if !block.IsValid() {
+			continue
+		}
+		inner, err := netip.ParsePrefix(except)
+		if err != nil {
+			continue
+		}
+		if inner.Addr().Is4() != block.Addr().Is4() || inner.Bits() <= block.Bits() || !block.Contains(inner.Addr()) {
+			allErrs = append(allErrs, field.Invalid(exceptPath, except, "must be a strict subset of cidr "+b.CIDR))
+		}
+	}
+	return allErrs
+}

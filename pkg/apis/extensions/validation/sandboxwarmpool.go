@@ -1,0 +1,64 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package validation
+
+import (
+	"slices"
+
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+)
+
+var supportedUpdateStrategyTypes = []extensions.SandboxWarmPoolUpdateStrategyType{
+	extensions.RecreateSandboxWarmPoolUpdateStrategyType, extensions.OnReplenishSandboxWarmPoolUpdateStrategyType,
+}
+
+// ValidateSandboxWarmPool validates a SandboxWarmPool on create.
+func ValidateSandboxWarmPool(p *extensions.SandboxWarmPool) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&p.ObjectMeta, true, ValidateSandboxWarmPoolName, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateSandboxWarmPoolSpec(&p.Spec, field.NewPath("spec"))...)
+	return allErrs
+}
+
+// ValidateSandboxWarmPoolUpdate validates an update of a pool's metadata and spec.
+//
+// The whole spec stays mutable: spec.replicas is what kubectl scale and an autoscaler change,
+// spec.updateStrategy only affects how the controller replaces stale members from then on, and
+// spec.sandboxTemplateRef may point to another template: the members made from the old one are
+// then stale and are replaced as spec.updateStrategy says (at once for Recreate, as they are
+// claimed or deleted for OnReplenish).
+func ValidateSandboxWarmPoolUpdate(newP, oldP *extensions.SandboxWarmPool) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateSandboxWarmPoolSpec(&newP.Spec, field.NewPath("spec"))...)
+	return allErrs
+}
+
+// ValidateSandboxWarmPoolStatusUpdate validates an update of a pool's status. The counts are only
+// required to be non-negative: readyReplicas may briefly exceed replicas while the controller
+// catches up, and neither is compared with spec.replicas.
+func ValidateSandboxWarmPoolStatusUpdate(newP, oldP *extensions.SandboxWarmPool) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
+	statusPath := field.NewPath("status")
+	st := &newP.Status
+	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.Replicas), statusPath.Child("replicas"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.ReadyReplicas), statusPath.Child("readyReplicas"))...)
+	if st.Selector != "" {
+		if _, err := labels.Parse(st.Selector); err != nil {
+			allErrs = append(allErrs, field.Invalid(statusPath.Child("selector"), st.Selector, err.Error()))
+		}
+	}
+	return allErrs
+}
+
+func validateSandboxWarmPoolSpec(spec *extensions.SandboxWarmPoolSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateNonnegativeField(int64(spec.Replicas), fldPath.Child("replicas"))
+	allErrs = append(allErrs, validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))...)
+	if s := spec.UpdateStrategy; s != nil && !slices.Contains(supportedUpdateStrategyTypes, s.Type) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("updateStrategy", "type"), s.Type, supportedUpdateStrategyTypes))
+	}
+	return allErrs
+}
