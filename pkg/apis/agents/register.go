@@ -28,3 +28,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &Sandbox{}, &SandboxList{})
 	return nil
 }
+
+// Kind takes an unqualified kind and returns it qualified with this group.
+func Kind(kind string) schema.GroupKind {
+	return SchemeGroupVersion.WithKind(kind).GroupKind()
+}

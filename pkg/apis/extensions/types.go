@@ -189,3 +189,6 @@ type SandboxWarmPoolStatus struct {
 	ReadyReplicas int32
 	Selector      string
 }
+
+// TemplateRefField is the field selector of claims and warm pools by the template they use.
+const TemplateRefField = "spec.sandboxTemplateRef.name"

@@ -4,6 +4,8 @@
 package v1beta1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +18,7 @@ const GroupName = "extensions.agents.x-k8s.io"
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1beta1"}
 
 var (
-	localSchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs)
+	localSchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs, addFieldLabelConversionFuncs)
 	SchemeBuilder      = &localSchemeBuilder
 	AddToScheme        = localSchemeBuilder.AddToScheme
 )
@@ -38,4 +40,21 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
 	return RegisterDefaults(scheme)
+}
+
+// addFieldLabelConversionFuncs lets clients select claims and warm pools by their template.
+func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
+	for _, kind := range []string{"SandboxClaim", "SandboxWarmPool"} {
+		err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "spec.sandboxTemplateRef.name":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label %q not supported for %s", label, kind)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,114 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package server holds the options and the command of sandbox-apiserver.
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/component-base/compatibility"
+	netutils "k8s.io/utils/net"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/openapi"
+)
+
+// etcdPrefix is where objects live in etcd; the etcd is this server's own, not the cluster's.
+const etcdPrefix = "/registry/sandbox-apiserver"
+
+// kubernetesVersion is the Kubernetes minor whose API machinery the server is built on; it decides
+// which generic features and API behaviours are on.
+const kubernetesVersion = "1.36"
+
+// Options are everything sandbox-apiserver can be configured with.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// EtcdDataDir is where the embedded etcd keeps its data when no --etcd-servers are given.
+	EtcdDataDir string
+}
+
+// NewOptions returns the defaults: delegated authentication and authorization against the cluster,
+// the recommended admission plugins (NamespaceLifecycle among them), and storage in v1beta1.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
+		EtcdDataDir:        "_output/sandbox-etcd",
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
+	o.RecommendedOptions.SecureServing.BindPort = 8443
+	return o
+}
+
+// AddFlags adds the flags of every option to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.EtcdDataDir, "etcd-data-dir", o.EtcdDataDir,
+		"Data directory of the embedded etcd started when --etcd-servers is empty.")
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() error {
+	return utilerrors.NewAggregate(o.RecommendedOptions.Validate())
+}
+
+// Prepare starts the embedded etcd when no etcd servers are configured, then builds the server.
+// The returned cleanup stops what Prepare started; call it after the server has stopped.
+func (o *Options) Prepare() (*apiserver.SandboxServer, func(), error) {
+	cleanup := func() {}
+	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		clientURL, stop, err := startEmbeddedEtcd(o.EtcdDataDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{clientURL}
+		cleanup = stop
+	}
+	server, err := o.newServer()
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return server, cleanup, nil
+}
+
+func (o *Options) newServer() (*apiserver.SandboxServer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts(
+		"localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+
+	config := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	config.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
+	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
+	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIConfig.Info.Title = "sandbox-apiserver"
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	config.OpenAPIV3Config.Info.Title = "sandbox-apiserver"
+
+	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
+		return nil, err
+	}
+	return (&apiserver.Config{GenericConfig: config}).Complete().New()
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func (o *Options) Run(ctx context.Context) error {
+	server, cleanup, err := o.Prepare()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}

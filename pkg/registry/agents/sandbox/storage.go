@@ -1,0 +1,98 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	scalescheme "k8s.io/client-go/scale/scheme"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/scale"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+)
+
+// Storage is every REST endpoint of sandboxes.
+type Storage struct {
+	Sandbox *base.REST
+	Status  *status.REST
+	Scale   *scale.REST
+}
+
+// NewStorage returns the registry of Sandboxes on the storage of optsGetter.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &agents.Sandbox{} },
+		NewListFunc:               func() runtime.Object { return &agents.SandboxList{} },
+		PredicateFunc:             Match,
+		DefaultQualifiedResource:  agents.Resource("sandboxes"),
+		SingularQualifiedResource: agents.Resource("sandbox"),
+
+		CreateStrategy:      strategy,
+		UpdateStrategy:      strategy,
+		DeleteStrategy:      strategy,
+		ResetFieldsStrategy: strategy,
+
+		TableConvertor: tableConvertor,
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
+		return nil, err
+	}
+	return &Storage{
+		Sandbox: base.NewREST(store, "sandbox"),
+		Status:  status.NewREST(store, statusStrategy),
+		Scale:   scale.NewREST(store, scaleAccessor),
+	}, nil
+}
+
+// scaleAccessor maps spec.replicas (0 or 1) and status.selector to a Scale.
+var scaleAccessor = scale.Accessor{
+	Kind: agents.Kind("Sandbox"),
+	ToScale: func(obj runtime.Object) (*scalescheme.Scale, error) {
+		s, ok := obj.(*agents.Sandbox)
+		if !ok {
+			return nil, fmt.Errorf("not a Sandbox: %T", obj)
+		}
+		var replicas int32 = 1
+		if s.Spec.Replicas != nil {
+			replicas = *s.Spec.Replicas
+		}
+		return scale.NewScale(s.ObjectMeta, replicas, s.Status.Replicas, s.Status.LabelSelector)
+	},
+	SetReplicas: func(obj runtime.Object, replicas int32) {
+		obj.(*agents.Sandbox).Spec.Replicas = &replicas
+	},
+	ValidateReplicas: func(replicas int32) field.ErrorList {
+		if replicas < 0 || replicas > 1 {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), replicas, "a Sandbox runs one pod or none: must be 0 or 1")}
+		}
+		return nil
+	},
+}
+
+var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
+	{Name: "Reason", Type: "string", Description: "Reason of the Ready condition."},
+	{Name: "Replicas", Type: "integer", Description: "Pods running for the Sandbox (0 or 1)."},
+	{Name: "Service", Type: "string", Priority: 1, Description: "Name of the Sandbox's Service."},
+	{Name: "Pod IPs", Type: "string", Priority: 1, Description: "IP addresses of the Sandbox's pod."},
+	{Name: "Shutdown Time", Type: "string", Priority: 1, Description: "When the Sandbox expires."},
+}, func(obj runtime.Object) ([]interface{}, error) {
+	s := obj.(*agents.Sandbox)
+	ready, reason := table.Condition(s.Status.Conditions, "Ready")
+	shutdown := "<none>"
+	if s.Spec.ShutdownTime != nil {
+		shutdown = s.Spec.ShutdownTime.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return []interface{}{ready, reason, int64(s.Status.Replicas), s.Status.Service, strings.Join(s.Status.PodIPs, ","), shutdown}, nil
+})

@@ -1,0 +1,97 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package sandbox is the registry of sandboxes.agents.x-k8s.io.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+)
+
+// sandboxStrategy is the create, update and delete strategy of Sandbox: spec writes only.
+type sandboxStrategy struct {
+	base.Strategy
+}
+
+// sandboxStatusStrategy is the strategy of the status subresource: status writes only.
+type sandboxStatusStrategy struct {
+	sandboxStrategy
+}
+
+// NewStrategy returns the main strategy and the status strategy of Sandbox.
+func NewStrategy(typer runtime.ObjectTyper) (sandboxStrategy, sandboxStatusStrategy) {
+	s := sandboxStrategy{base.NewStrategy(typer)}
+	return s, sandboxStatusStrategy{s}
+}
+
+// GetResetFields tells server-side apply that a spec write never sets status.
+func (sandboxStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return base.ResetFields(agents.GroupName, "status")
+}
+
+func (sandboxStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	s := obj.(*agents.Sandbox)
+	s.Status = agents.SandboxStatus{}
+	s.Generation = 1
+}
+
+func (sandboxStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
+	newS.Status = oldS.Status
+	if !apiequality.Semantic.DeepEqual(newS.Spec, oldS.Spec) {
+		newS.Generation = oldS.Generation + 1
+	}
+}
+
+func (sandboxStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateSandbox(obj.(*agents.Sandbox))
+}
+
+func (sandboxStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSandboxUpdate(obj.(*agents.Sandbox), old.(*agents.Sandbox))
+}
+
+// GetResetFields tells server-side apply that a status write never sets spec.
+func (sandboxStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return base.ResetFields(agents.GroupName, "spec")
+}
+
+func (sandboxStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
+	newS.Spec = oldS.Spec
+	// Labels and annotations are not status: a status write keeps them as they were.
+	newS.Labels = oldS.Labels
+	newS.Annotations = oldS.Annotations
+}
+
+func (sandboxStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSandboxStatusUpdate(obj.(*agents.Sandbox), old.(*agents.Sandbox))
+}
+
+// GetAttrs returns the labels and selectable fields of a Sandbox.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	s, ok := obj.(*agents.Sandbox)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a Sandbox: %T", obj)
+	}
+	return s.Labels, generic.ObjectMetaFieldsSet(&s.ObjectMeta, true), nil
+}
+
+// Match selects Sandboxes by labels and fields.
+func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}

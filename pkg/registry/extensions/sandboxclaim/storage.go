@@ -1,0 +1,67 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+)
+
+// Storage is every REST endpoint of sandboxclaims.
+type Storage struct {
+	SandboxClaim *base.REST
+	Status       *status.REST
+}
+
+// NewStorage returns the registry of SandboxClaims on the storage of optsGetter.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &extensions.SandboxClaim{} },
+		NewListFunc:               func() runtime.Object { return &extensions.SandboxClaimList{} },
+		PredicateFunc:             Match,
+		DefaultQualifiedResource:  extensions.Resource("sandboxclaims"),
+		SingularQualifiedResource: extensions.Resource("sandboxclaim"),
+
+		CreateStrategy:      strategy,
+		UpdateStrategy:      strategy,
+		DeleteStrategy:      strategy,
+		ResetFieldsStrategy: strategy,
+
+		TableConvertor: tableConvertor,
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
+		return nil, err
+	}
+	return &Storage{
+		SandboxClaim: base.NewREST(store, "sandboxclaim"),
+		Status:       status.NewREST(store, statusStrategy),
+	}, nil
+}
+
+var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+	{Name: "Template", Type: "string", Description: "The SandboxTemplate the claim uses."},
+	{Name: "Sandbox", Type: "string", Description: "The Sandbox serving the claim."},
+	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
+	{Name: "Reason", Type: "string", Priority: 1, Description: "Reason of the Ready condition."},
+	{Name: "Warm Pool", Type: "string", Priority: 1, Description: "Which warm pools the claim may adopt from."},
+	{Name: "Pod IPs", Type: "string", Priority: 1, Description: "IP addresses of the sandbox's pod."},
+}, func(obj runtime.Object) ([]interface{}, error) {
+	c := obj.(*extensions.SandboxClaim)
+	ready, reason := table.Condition(c.Status.Conditions, "Ready")
+	warmPool := ""
+	if c.Spec.WarmPool != nil {
+		warmPool = string(*c.Spec.WarmPool)
+	}
+	return []interface{}{c.Spec.TemplateRef.Name, c.Status.SandboxStatus.Name, ready, reason, warmPool, strings.Join(c.Status.SandboxStatus.PodIPs, ",")}, nil
+})

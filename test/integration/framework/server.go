@@ -1,0 +1,107 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package framework runs sandbox-apiserver in-process for integration tests: the real server and
+// registries on an embedded etcd, without a kube-apiserver in front (so no delegated
+// authentication, authorization or namespace admission).
+package framework
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+)
+
+// startTimeout bounds how long a server may take to become ready.
+const startTimeout = 60 * time.Second
+
+// Server is a running in-process sandbox-apiserver.
+type Server struct {
+	// Config reaches the server as a privileged loopback client.
+	Config *rest.Config
+	// Client is the generated clientset on Config.
+	Client *versioned.Clientset
+	// DataDir is the embedded etcd's data directory; a new server on it sees the same objects.
+	DataDir string
+
+	stop func()
+}
+
+// StartServer starts a server with an embedded etcd in dataDir on free loopback ports, waits until
+// it is ready and stops it when the test ends.
+func StartServer(t testing.TB, dataDir string) *Server {
+	t.Helper()
+	o := server.NewOptions()
+	o.EtcdDataDir = dataDir
+	o.RecommendedOptions.Authentication = nil
+	o.RecommendedOptions.Authorization = nil
+	o.RecommendedOptions.CoreAPI = nil
+	o.RecommendedOptions.Admission = nil
+	// API priority and fairness reads its configuration from the cluster.
+	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.RecommendedOptions.SecureServing.Listener = listener
+	o.RecommendedOptions.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
+	o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = t.TempDir()
+
+	srv, cleanup, err := o.Prepare()
+	if err != nil {
+		t.Fatalf("preparing sandbox-apiserver: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
+
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir}
+	s.Config.QPS, s.Config.Burst = 1000, 2000
+	stopped := false
+	s.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("sandbox-apiserver stopped with an error: %v", err)
+		}
+		cleanup()
+	}
+	t.Cleanup(s.stop)
+
+	s.Client, err = versioned.NewForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(ctx, s.Client, done); err != nil {
+		t.Fatalf("sandbox-apiserver did not become ready: %v", err)
+	}
+	return s
+}
+
+// Stop shuts the server and its embedded etcd down; the data directory stays.
+func (s *Server) Stop() { s.stop() }
+
+func waitReady(ctx context.Context, client *versioned.Clientset, done <-chan error) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, errors.Join(errors.New("server exited"), err)
+		default:
+		}
+		var status int
+		client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+		return status == http.StatusOK, nil
+	})
+}
