@@ -440,9 +440,11 @@ func TestValidateSandboxStatusUpdate(t *testing.T) {
 			c.Reason = ""
 			s.Status.Conditions = []metav1.Condition{c}
 		}, want: []want{required("status.conditions[0].reason")}},
-		{name: "condition type twice", mutate: func(s *agents.Sandbox) {
-			s.Status.Conditions = []metav1.Condition{readyCondition(), readyCondition()}
-		}, want: []want{duplicate("status.conditions[1].type")}},
+		{name: "condition without lastTransitionTime", mutate: func(s *agents.Sandbox) {
+			c := readyCondition()
+			c.LastTransitionTime = metav1.Time{}
+			s.Status.Conditions = []metav1.Condition{c}
+		}, want: []want{required("status.conditions[0].lastTransitionTime")}},
 		{name: "selector unparsable", mutate: func(s *agents.Sandbox) { s.Status.LabelSelector = "a in (" },
 			want: []want{invalid("status.selector")}},
 		{name: "pod IP invalid", mutate: func(s *agents.Sandbox) { s.Status.PodIPs = []string{"10.0.0.1", "not-an-ip"} },
