@@ -13,11 +13,15 @@ export KUBECONFIG="${ROOT}/_output/local/kubeconfig"
 [[ -x "${KUBECTL}" ]] || die "kubectl not found in _output/tools/bin (run: make tools)"
 [[ -f "${KUBECONFIG}" ]] || die "no local control plane kubeconfig (run: hack/local-up.sh start)"
 
+# A rejected manifest fails the script, but only after listing what was applied.
+rc=0
 log "kubectl apply -f artifacts/examples/"
-"${KUBECTL}" --request-timeout=30s apply -f "${ROOT}/artifacts/examples/"
+"${KUBECTL}" --request-timeout=30s apply -f "${ROOT}/artifacts/examples/" || rc=$?
 
 log "kubectl get agents -A"
-"${KUBECTL}" --request-timeout=30s get agents -A
+"${KUBECTL}" --request-timeout=30s get agents -A || rc=$?
 
 echo
 echo "export KUBECONFIG=${KUBECONFIG}"
+((rc == 0)) || log "ERROR: some examples did not apply (see above)"
+exit "${rc}"
