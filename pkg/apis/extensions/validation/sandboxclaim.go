@@ -99,13 +99,9 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.
 
 	envPath := fldPath.Child("env")
 	allErrs = append(allErrs, validateClaimEnv(spec.Env, envPath)...)
-	// A warm sandbox is already running when a claim adopts it, so nothing can be injected into
-	// its containers any more: the claim controller refuses to adopt for a claim with env. That
-	// can be decided from the claim alone, so it is refused here instead of failing later.
-	if len(spec.Env) > 0 && warmPool != extensions.WarmPoolPolicyNone {
-		allErrs = append(allErrs, field.Invalid(envPath, field.OmitValueType{},
-			`env requires warmpool: none (environment variables cannot be injected into an already running warm sandbox); set spec.warmpool to "none" or remove env`))
-	}
+	// env together with a warm pool policy other than "none" is accepted here on purpose: the seed
+	// system's own full example combines them, and manifests written for it must apply unchanged.
+	// The claim controller refuses to adopt for such a claim and says why in its Ready condition.
 
 	if lc := spec.Lifecycle; lc != nil {
 		lcPath := fldPath.Child("lifecycle")

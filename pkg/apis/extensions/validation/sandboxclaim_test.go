@@ -15,7 +15,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 )
 
-// validClaim is a claim that sets every field; with env it must not use a warm pool.
+// validClaim is a claim that sets every field.
 func validClaim() *extensions.SandboxClaim {
 	return &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data-prep", Namespace: "ml-team", ResourceVersion: "1"},
@@ -69,7 +69,7 @@ func TestValidateSandboxClaim(t *testing.T) {
 		{name: "template name invalid", mutate: func(c *extensions.SandboxClaim) { c.Spec.TemplateRef.Name = "Jupyter_Template" },
 			want: []want{invalid("spec.sandboxTemplateRef.name")}},
 
-		// warm pool policy (without env, which needs "none")
+		// warm pool policy
 		{name: "warmpool default", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env = nil; c.Spec.WarmPool = warmPool("default") }},
 		{name: "warmpool unset", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env = nil; c.Spec.WarmPool = nil }},
 		{name: "warmpool names a pool", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env = nil; c.Spec.WarmPool = warmPool("fast-pool") }},
@@ -86,13 +86,10 @@ func TestValidateSandboxClaim(t *testing.T) {
 		{name: "warmpool empty", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env = nil; c.Spec.WarmPool = warmPool("") },
 			want: []want{invalid("spec.warmpool")}},
 
-		// env needs warmpool none
-		{name: "env with warmpool default", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = warmPool("default") },
-			want: []want{invalid("spec.env")}},
-		{name: "env with a named warm pool", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = warmPool("fast-pool") },
-			want: []want{invalid("spec.env")}},
-		{name: "env with warmpool unset (default)", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = nil },
-			want: []want{invalid("spec.env")}},
+		// env with a warm pool is the controller's to refuse (in a condition), not the API's
+		{name: "env with warmpool default", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = warmPool("default") }},
+		{name: "env with a named warm pool", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = warmPool("fast-pool") }},
+		{name: "env with warmpool unset (default)", mutate: func(c *extensions.SandboxClaim) { c.Spec.WarmPool = nil }},
 
 		// env
 		{name: "env name missing", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env[0].Name = "" },
@@ -167,7 +164,6 @@ func TestValidateSandboxClaim(t *testing.T) {
 		}, want: []want{
 			invalid("metadata.name"),
 			required("spec.sandboxTemplateRef.name"),
-			invalid("spec.env"),
 			invalid("spec.env[1].name"),
 			forbidden("spec.additionalPodMetadata.labels[kubernetes.io/hostname]"),
 			invalid("spec.lifecycle.ttlSecondsAfterFinished"),
