@@ -69,13 +69,11 @@ func validatePodSpec(spec *corev1.PodSpec, vcts []agents.PersistentVolumeClaimTe
 			for _, msg := range utilvalidation.IsDNS1123Label(v.Name) {
 				allErrs = append(allErrs, field.Invalid(namePath, v.Name, msg))
 			}
-			if claimVolumes.Has(v.Name) {
-				allErrs = append(allErrs, field.Invalid(namePath, v.Name,
-					"must not be the name of a volume claim template: the controller adds a volume of that name for the template's PersistentVolumeClaim"))
-			}
 		}
 		podVolumes.Insert(v.Name)
 	}
+	// A pod volume named like a volume claim template is allowed: the controller replaces it with
+	// the template's PersistentVolumeClaim, as the seed system does.
 	mountable := podVolumes.Union(claimVolumes)
 
 	if len(spec.Containers) == 0 {

@@ -231,11 +231,11 @@ func TestValidateSandbox(t *testing.T) {
 		{name: "two volumes with one name", mutate: func(s *agents.Sandbox) {
 			s.Spec.PodTemplate.Spec.Volumes = append(s.Spec.PodTemplate.Spec.Volumes, s.Spec.PodTemplate.Spec.Volumes[0])
 		}, want: []want{duplicate(podSpec + ".volumes[1].name")}},
-		{name: "volume named like a volume claim template", mutate: func(s *agents.Sandbox) {
+		{name: "volume named like a volume claim template (replaced by its claim)", mutate: func(s *agents.Sandbox) {
 			s.Spec.PodTemplate.Spec.Volumes = append(s.Spec.PodTemplate.Spec.Volumes, corev1.Volume{
 				Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 			})
-		}, want: []want{invalid(podSpec + ".volumes[1].name")}},
+		}},
 
 		// volume mounts
 		{name: "mount of an unknown volume", mutate: func(s *agents.Sandbox) { s.Spec.PodTemplate.Spec.Containers[0].VolumeMounts[0].Name = "cache" },
