@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1alpha1"
@@ -16,6 +18,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
+	sandboxcontroller "github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
@@ -25,16 +29,26 @@ import (
 // Config is the configuration of the sandbox API server.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	// Controllers, when set, run in this process once it serves (the leader among replicas does).
+	Controllers *manager.Options
 }
 
 // CompletedConfig is a Config with every default filled in.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
+	Controllers   *manager.Options
+	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
+	KubeConfig *restclient.Config
 }
 
-// Complete fills in the defaults of the generic server configuration.
+// Complete fills in the defaults of the generic server configuration. Controllers need the
+// cluster's kube-apiserver: without a client configuration for it they stay off.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete()}
+	controllers := c.Controllers
+	if c.GenericConfig.ClientConfig == nil || (controllers != nil && !controllers.Any()) {
+		controllers = nil
+	}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, KubeConfig: c.GenericConfig.ClientConfig}
 }
 
 // SandboxServer is the running API server.
@@ -50,7 +64,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 
-	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter)
+	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, c.Controllers != nil && c.Controllers.Enabled(sandboxcontroller.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +112,17 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		if err := generic.InstallAPIGroup(&info); err != nil {
 			return nil, err
 		}
+	}
+	if c.Controllers != nil {
+		opts, kubeConfig := c.Controllers, c.KubeConfig
+		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
+			go func() {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig); err != nil {
+					klog.ErrorS(err, "Controllers failed to start")
+				}
+			}()
+			return nil
+		})
 	}
 	return &SandboxServer{GenericAPIServer: generic}, nil
 }

@@ -18,6 +18,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/openapi"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 
 	// EtcdDataDir is where the embedded etcd keeps its data when no --etcd-servers are given.
 	EtcdDataDir string
+
+	// Controllers configure the controllers embedded in the server.
+	Controllers *manager.Options
 }
 
 // NewOptions returns the defaults: delegated authentication and authorization against the cluster,
@@ -42,6 +46,7 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
 		EtcdDataDir:        "_output/sandbox-etcd",
+		Controllers:        manager.NewOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
 	o.RecommendedOptions.SecureServing.BindPort = 8443
@@ -53,11 +58,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.RecommendedOptions.AddFlags(fs)
 	fs.StringVar(&o.EtcdDataDir, "etcd-data-dir", o.EtcdDataDir,
 		"Data directory of the embedded etcd started when --etcd-servers is empty.")
+	o.Controllers.AddFlags(fs)
 }
 
 // Validate reports every invalid option.
 func (o *Options) Validate() error {
-	return utilerrors.NewAggregate(o.RecommendedOptions.Validate())
+	return utilerrors.NewAggregate(append(o.RecommendedOptions.Validate(), o.Controllers.Validate()...))
 }
 
 // Prepare starts the embedded etcd when no etcd servers are configured, then builds the server.
@@ -100,7 +106,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
 		return nil, err
 	}
-	return (&apiserver.Config{GenericConfig: config}).Complete().New()
+	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers}).Complete().New()
 }
 
 // Run serves until ctx is done, then shuts down gracefully.

@@ -17,6 +17,10 @@ const (
 	SandboxPodNameAnnotation = "agents.x-k8s.io/pod-name"
 	// SandboxTemplateRefAnnotation records the SandboxTemplate a Sandbox was made from.
 	SandboxTemplateRefAnnotation = "agents.x-k8s.io/sandbox-template-ref"
+
+	// SandboxChildrenFinalizer holds a deleted Sandbox until the controller has deleted its pod,
+	// Service and PersistentVolumeClaims.
+	SandboxChildrenFinalizer = "agents.x-k8s.io/sandbox-children"
 )
 
 // ConditionType is a type of condition reported in a Sandbox status.

@@ -87,9 +87,9 @@ func TestValidateSandboxTemplate(t *testing.T) {
 			want: []want{invalid("spec.podTemplate.metadata.labels")}},
 		{name: "mount of an unknown volume", mutate: func(t *extensions.SandboxTemplate) { t.Spec.VolumeClaimTemplates = nil },
 			want: []want{notFound("spec.podTemplate.spec.containers[0].volumeMounts[0].name")}},
-		{name: "pod volume named like a volume claim template", mutate: func(t *extensions.SandboxTemplate) {
+		{name: "pod volume named like a volume claim template (replaced by its claim)", mutate: func(t *extensions.SandboxTemplate) {
 			t.Spec.PodTemplate.Spec.Volumes = []corev1.Volume{{Name: "workspace"}}
-		}, want: []want{invalid("spec.podTemplate.spec.volumes[0].name")}},
+		}},
 		{name: "volume claim template without storage", mutate: func(t *extensions.SandboxTemplate) {
 			t.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = nil
 		}, want: []want{required("spec.volumeClaimTemplates[0].spec.resources.requests[storage]")}},

@@ -1,0 +1,140 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+)
+
+// userAgent names the controllers in the cluster's audit log and request metrics.
+const userAgent = "sandbox-apiserver-controllers"
+
+// eventScheme resolves our kinds for the events recorded about them.
+var eventScheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(eventScheme))
+	utilruntime.Must(sandboxscheme.AddToScheme(eventScheme))
+}
+
+// Run runs the enabled controllers until ctx is done: at once without leader election, otherwise
+// while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
+// reaches this server (the loopback client), kubeConfig the cluster's kube-apiserver.
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config) error {
+	metrics.Register()
+	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
+	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	kube, err := kubernetes.NewForConfig(kubeConfig)
+	if err != nil {
+		return err
+	}
+	// The loopback connection to our own API is not rate limited: it is this process.
+	sandboxConfig = rest.AddUserAgent(rest.CopyConfig(sandboxConfig), userAgent)
+	sandboxConfig.QPS, sandboxConfig.Burst = -1, 0
+	client, err := versioned.NewForConfig(sandboxConfig)
+	if err != nil {
+		return err
+	}
+
+	if !o.LeaderElection.LeaderElect {
+		metrics.Leader.Set(1)
+		return runControllers(ctx, o, kube, client)
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	le := o.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			Name:            le.ResourceName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					logger.Info("Leading: starting controllers", "identity", id)
+					metrics.Leader.Set(1)
+					if err := runControllers(ctx, o, kube, client); err != nil {
+						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
+					}
+				},
+				OnStoppedLeading: func() {
+					metrics.Leader.Set(0)
+					logger.Info("Not leading: controllers stopped", "identity", id)
+				},
+			},
+		})
+	}
+	return nil
+}
+
+// runControllers starts the informers and the enabled controllers and blocks until ctx is done.
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface) error {
+	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
+	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
+	ours := externalversions.NewSharedInformerFactory(client, 0)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"})
+
+	var wg sync.WaitGroup
+	if o.Enabled(sandbox.Name) {
+		ctrl, err := sandbox.New(sandbox.Config{
+			Kube:          kube,
+			Client:        client,
+			Sandboxes:     ours.Agents().V1beta1().Sandboxes(),
+			Pods:          children.Core().V1().Pods(),
+			Services:      children.Core().V1().Services(),
+			PVCs:          children.Core().V1().PersistentVolumeClaims(),
+			Events:        recorder,
+			ClusterDomain: o.ClusterDomain,
+			Workers:       o.SandboxWorkers,
+		})
+		if err != nil {
+			return fmt.Errorf("sandbox controller: %w", err)
+		}
+		wg.Go(func() { ctrl.Run(ctx) })
+	}
+	children.Start(ctx.Done())
+	ours.Start(ctx.Done())
+	wg.Wait()
+	children.Shutdown()
+	ours.Shutdown()
+	return nil
+}

@@ -1,0 +1,109 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package manager runs the embedded controllers: it builds the clients and informers, holds the
+// leader-election lease and starts the controllers enabled by --controllers while it leads.
+package manager
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/config/options"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
+)
+
+// KnownControllers are the names --controllers accepts.
+var KnownControllers = []string{sandbox.Name}
+
+// Options configure the embedded controllers.
+type Options struct {
+	// Controllers lists the controllers to run: "*" for all, "name" to enable, "-name" to disable.
+	Controllers []string
+	// SandboxWorkers is the number of Sandboxes reconciled at once.
+	SandboxWorkers int
+	// KubeAPIQPS and KubeAPIBurst limit the controllers' requests to the cluster's kube-apiserver.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// ClusterDomain is the DNS domain of the cluster, for status.serviceFQDN.
+	ClusterDomain string
+	// LeaderElection makes only one replica run the controllers.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		Controllers:    []string{"*"},
+		SandboxWorkers: 16,
+		KubeAPIQPS:     100,
+		KubeAPIBurst:   200,
+		ClusterDomain:  "cluster.local",
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      "leases",
+			ResourceName:      "sandbox-apiserver-controllers",
+			ResourceNamespace: "kube-system",
+		},
+	}
+}
+
+// AddFlags adds the controller flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf(
+		"Controllers to run: '*' for all, 'name' to enable one, '-name' to disable one. Known: %s. An empty list serves the API only.",
+		strings.Join(KnownControllers, ", ")))
+	fs.IntVar(&o.SandboxWorkers, "sandbox-concurrent-workers", o.SandboxWorkers, "Number of Sandboxes reconciled at once.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second the controllers may send to the cluster's kube-apiserver.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the controllers may send to the cluster's kube-apiserver.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, used in status.serviceFQDN.")
+	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() []error {
+	var errs []error
+	for _, c := range o.Controllers {
+		name := strings.TrimPrefix(c, "-")
+		if c != "*" && !slices.Contains(KnownControllers, name) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", c, strings.Join(KnownControllers, ", ")))
+		}
+	}
+	if o.SandboxWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--sandbox-concurrent-workers must be at least 1"))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	return errs
+}
+
+// Enabled says whether the named controller runs.
+func (o *Options) Enabled(name string) bool {
+	enabled := false
+	for _, c := range o.Controllers {
+		switch c {
+		case "*":
+			enabled = true
+		case name:
+			return true
+		case "-" + name:
+			return false
+		}
+	}
+	return enabled
+}
+
+// Any says whether at least one controller runs.
+func (o *Options) Any() bool {
+	return slices.ContainsFunc(KnownControllers, o.Enabled)
+}

@@ -1,0 +1,140 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package sandbox is the Sandbox controller: it turns each Sandbox into its Pod, headless Service
+// and PersistentVolumeClaims in the cluster and reports their state in the Sandbox's status.
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
+	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
+)
+
+// Name is the name of this controller in --controllers, logs and metrics.
+const Name = "sandbox"
+
+// FieldManager is the field manager of every write of this controller.
+const FieldManager = "sandbox-controller"
+
+// Finalizer holds a deleted Sandbox until the controller has deleted its children. The API server
+// adds it on create (no extra write) when this controller runs.
+const Finalizer = agentsv1beta1.SandboxChildrenFinalizer
+
+// minExpiryRequeue is the shortest wait before an expiry is looked at again.
+const minExpiryRequeue = 2 * time.Second
+
+var sandboxKind = agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox")
+
+// Controller reconciles Sandboxes.
+type Controller struct {
+	kube    kubernetes.Interface
+	client  versioned.Interface
+	loop    *worker.Loop
+	synced  []cache.InformerSynced
+	events  record.EventRecorder
+	domain  string
+	now     func() time.Time
+	workers int
+
+	sandboxes agentslisters.SandboxLister
+	pods      corelisters.PodLister
+	services  corelisters.ServiceLister
+	pvcs      corelisters.PersistentVolumeClaimLister
+}
+
+// Config is what the controller needs from the process.
+type Config struct {
+	Kube          kubernetes.Interface
+	Client        versioned.Interface
+	Sandboxes     agentsinformers.SandboxInformer
+	Pods          coreinformers.PodInformer
+	Services      coreinformers.ServiceInformer
+	PVCs          coreinformers.PersistentVolumeClaimInformer
+	Events        record.EventRecorder
+	ClusterDomain string
+	Workers       int
+}
+
+// New wires the controller to its informers. The pod, service and claim informers only need to
+// hold objects labelled with agents.x-k8s.io/sandbox-name-hash.
+func New(c Config) (*Controller, error) {
+	ctrl := &Controller{
+		kube:      c.Kube,
+		client:    c.Client,
+		events:    c.Events,
+		domain:    c.ClusterDomain,
+		now:       time.Now,
+		workers:   c.Workers,
+		sandboxes: c.Sandboxes.Lister(),
+		pods:      c.Pods.Lister(),
+		services:  c.Services.Lister(),
+		pvcs:      c.PVCs.Lister(),
+	}
+	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.synced = []cache.InformerSynced{
+		c.Sandboxes.Informer().HasSynced, c.Pods.Informer().HasSynced,
+		c.Services.Informer().HasSynced, c.PVCs.Informer().HasSynced,
+	}
+	if _, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    ctrl.loop.Enqueue,
+		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
+		DeleteFunc: ctrl.loop.Enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	children := cache.ResourceEventHandlerFuncs{
+		AddFunc:    ctrl.enqueueOwner,
+		UpdateFunc: func(_, obj any) { ctrl.enqueueOwner(obj) },
+		DeleteFunc: ctrl.enqueueOwner,
+	}
+	for _, inf := range []cache.SharedIndexInformer{c.Pods.Informer(), c.Services.Informer(), c.PVCs.Informer()} {
+		if _, err := inf.AddEventHandler(children); err != nil {
+			return nil, err
+		}
+	}
+	return ctrl, nil
+}
+
+// Run reconciles until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	c.loop.Run(ctx, c.workers, c.synced...)
+}
+
+// enqueueOwner queues the Sandbox that controls a child.
+func (c *Controller) enqueueOwner(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	child, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(child)
+	if ref == nil || ref.Kind != sandboxKind.Kind {
+		return
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != sandboxKind.Group {
+		return
+	}
+	c.loop.Queue.Add(child.GetNamespace() + "/" + ref.Name)
+}
+
+// podPhaseDone says whether a pod will not run again.
+func podPhaseDone(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}

@@ -1,0 +1,286 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+)
+
+// sync brings the children of one Sandbox to what its spec asks and writes its status when it
+// changed. It is idempotent: every decision is taken from the cached state of the moment.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.sandboxes.Sandboxes(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cached.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
+	if !slices.Contains(cached.Finalizers, Finalizer) {
+		// Created while this controller was off: take the finalizer now, then come back.
+		return c.addFinalizer(ctx, cached)
+	}
+
+	sb := cached.DeepCopy()
+	now := c.now()
+	if expiry := sb.Spec.ShutdownTime; expiry != nil && !now.Before(expiry.Time) {
+		return c.expire(ctx, sb, cached)
+	}
+
+	state, childErr := c.reconcileChildren(ctx, sb)
+	c.computeStatus(sb, state, childErr)
+	statusErr := c.writeStatus(ctx, sb, cached)
+
+	if expiry := sb.Spec.ShutdownTime; expiry != nil {
+		c.loop.Queue.AddAfter(key, max(expiry.Sub(now), minExpiryRequeue))
+	}
+	return errors.Join(childErr, statusErr)
+}
+
+// children is what reconcileChildren saw and left in place.
+type children struct {
+	pod     *corev1.Pod
+	service *corev1.Service
+}
+
+// computeStatus derives replicas, selector, pod IPs and the three conditions from the children.
+func (c *Controller) computeStatus(sb *agentsv1beta1.Sandbox, state children, childErr error) {
+	st := &sb.Status
+	st.Replicas, st.LabelSelector, st.PodIPs = 0, "", nil
+	if p := state.pod; p != nil && p.DeletionTimestamp == nil {
+		st.Replicas = 1
+		st.LabelSelector = agentsv1beta1.SandboxNameHashLabel + "=" + hashOf(sb)
+		for _, ip := range p.Status.PodIPs {
+			st.PodIPs = append(st.PodIPs, ip.IP)
+		}
+	}
+	st.Service, st.ServiceFQDN = "", ""
+	if svc := state.service; svc != nil {
+		st.Service = svc.Name
+		st.ServiceFQDN = svc.Name + "." + svc.Namespace + ".svc." + c.domain
+	}
+	for _, cond := range conditions(sb, state, childErr) {
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	if replicasOf(sb) != 0 {
+		meta.RemoveStatusCondition(&st.Conditions, string(agentsv1beta1.SandboxConditionSuspended))
+	}
+	if finishedCondition(state.pod) == nil {
+		meta.RemoveStatusCondition(&st.Conditions, string(agentsv1beta1.SandboxConditionFinished))
+	}
+}
+
+// conditions computes Ready, and Suspended and Finished where they apply, as the seeds define them.
+func conditions(sb *agentsv1beta1.Sandbox, state children, childErr error) []metav1.Condition {
+	gen := sb.Generation
+	var out []metav1.Condition
+	pod := state.pod
+	if replicasOf(sb) == 0 {
+		ready := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse,
+			Reason: agentsv1beta1.SandboxReasonSuspended, Message: "Sandbox is suspended", ObservedGeneration: gen}
+		suspended := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionSuspended), Status: metav1.ConditionTrue,
+			Reason: agentsv1beta1.SandboxReasonSuspendedPodTerminated, Message: "Pod is terminated", ObservedGeneration: gen}
+		if pod != nil {
+			ready.Message = "Sandbox is suspending"
+			suspended.Status, suspended.Reason, suspended.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonSuspendedPodNotTerminated, "Pod is terminating"
+		}
+		out = append(out, ready, suspended)
+	} else {
+		out = append(out, readyCondition(sb, state, childErr))
+	}
+	if f := finishedCondition(pod); f != nil {
+		f.ObservedGeneration = gen
+		out = append(out, *f)
+	}
+	return out
+}
+
+func readyCondition(sb *agentsv1beta1.Sandbox, state children, childErr error) metav1.Condition {
+	cond := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), ObservedGeneration: sb.Generation}
+	if childErr != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError, "Error seen: "+childErr.Error()
+		return cond
+	}
+	podReady, podMsg := podReadiness(state.pod)
+	// A Service is part of readiness when asked for, or, with spec.service unset, when one exists.
+	svcRequired := state.service != nil
+	if sb.Spec.Service != nil {
+		svcRequired = *sb.Spec.Service
+	}
+	svcMsg := "Service is not required"
+	switch {
+	case svcRequired && state.service == nil:
+		svcMsg = "Service does not exist"
+	case state.service != nil:
+		svcMsg = "Service exists"
+	}
+	if podReady && (!svcRequired || state.service != nil) {
+		cond.Status, cond.Reason = metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady
+	} else {
+		cond.Status, cond.Reason = metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady
+	}
+	cond.Message = podMsg + "; " + svcMsg
+	return cond
+}
+
+// podReadiness says whether the pod is Running, Ready and has an IP, and describes it.
+func podReadiness(pod *corev1.Pod) (bool, string) {
+	if pod == nil {
+		return false, "Pod does not exist"
+	}
+	if pod.DeletionTimestamp != nil {
+		return false, "Pod is terminating"
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return false, fmt.Sprintf("Pod is %s", phaseOf(pod))
+	}
+	ready := false
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	switch {
+	case !ready:
+		return false, "Pod is Running but not Ready"
+	case len(pod.Status.PodIPs) == 0 && pod.Status.PodIP == "":
+		return false, "Pod is Ready but has no IP yet"
+	}
+	return true, "Pod is Ready"
+}
+
+func phaseOf(pod *corev1.Pod) string {
+	if pod.Status.Phase == "" {
+		return string(corev1.PodPending)
+	}
+	return string(pod.Status.Phase)
+}
+
+// finishedCondition is Finished=True when the pod ended, nil while it runs or does not exist.
+func finishedCondition(pod *corev1.Pod) *metav1.Condition {
+	if pod == nil {
+		return nil
+	}
+	cond := &metav1.Condition{Type: string(agentsv1beta1.SandboxConditionFinished), Status: metav1.ConditionTrue}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		cond.Reason, cond.Message = agentsv1beta1.SandboxReasonPodSucceeded, "Pod succeeded"
+	case corev1.PodFailed:
+		cond.Reason, cond.Message = agentsv1beta1.SandboxReasonPodFailed, "Pod failed"
+		if pod.Status.Message != "" {
+			cond.Message += ": " + pod.Status.Message
+		}
+	default:
+		return nil
+	}
+	return cond
+}
+
+// writeStatus writes the status subresource only when it changed since the cached copy.
+func (c *Controller) writeStatus(ctx context.Context, sb, cached *agentsv1beta1.Sandbox) error {
+	if apiequality.Semantic.DeepEqual(sb.Status, cached.Status) {
+		return nil
+	}
+	_, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).UpdateStatus(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		// The cache is behind; the newer object is on its way and will be reconciled.
+		klog.FromContext(ctx).V(4).Info("Status write conflicted, waiting for the newer object", "sandbox", klog.KObj(sb))
+		return nil
+	}
+	return err
+}
+
+// addFinalizer makes a Sandbox wait for its children to be deleted before it goes.
+func (c *Controller) addFinalizer(ctx context.Context, sb *agentsv1beta1.Sandbox) error {
+	sb = sb.DeepCopy()
+	sb.Finalizers = append(sb.Finalizers, Finalizer)
+	_, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// finalize deletes the children of a deleted Sandbox and lets it go once its pod is gone, so a
+// foreground deletion of whatever owns the Sandbox ends only when the pod has terminated.
+func (c *Controller) finalize(ctx context.Context, sb *agentsv1beta1.Sandbox) error {
+	if !slices.Contains(sb.Finalizers, Finalizer) {
+		return nil
+	}
+	podGone, err := c.deleteChildren(ctx, sb, true)
+	if err != nil || !podGone {
+		return err
+	}
+	sb = sb.DeepCopy()
+	sb.Finalizers = slices.DeleteFunc(sb.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err = c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// expire handles a Sandbox past its shutdownTime in two passes, as the seeds do: the first marks
+// it Ready=False SandboxExpired while the pod (and so its Finished condition) is still there; the
+// second, started by that status write, deletes the pod and Service and then either deletes the
+// Sandbox (Delete) or keeps it with its conditions (Retain).
+func (c *Controller) expire(ctx context.Context, sb, cached *agentsv1beta1.Sandbox) error {
+	expired := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse,
+		Reason: agentsv1beta1.SandboxReasonExpired, Message: "Sandbox passed its shutdownTime", ObservedGeneration: sb.Generation}
+	ready := meta.FindStatusCondition(cached.Status.Conditions, string(agentsv1beta1.SandboxConditionReady))
+	if ready == nil || ready.Reason != agentsv1beta1.SandboxReasonExpired {
+		pod, _ := c.currentPod(sb)
+		if f := finishedCondition(pod); f != nil {
+			f.ObservedGeneration = sb.Generation
+			meta.SetStatusCondition(&sb.Status.Conditions, *f)
+		}
+		meta.SetStatusCondition(&sb.Status.Conditions, expired)
+		c.events.Event(sb, corev1.EventTypeNormal, "Expired", "Sandbox passed its shutdownTime; deleting its pod and service")
+		return c.writeStatus(ctx, sb, cached)
+	}
+
+	if _, err := c.deleteChildren(ctx, sb, false); err != nil {
+		return err
+	}
+	if policy := sb.Spec.ShutdownPolicy; policy != nil && *policy == agentsv1beta1.ShutdownPolicyDelete {
+		err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Delete(ctx, sb.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &sb.UID},
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	conds := sb.Status.Conditions
+	sb.Status = agentsv1beta1.SandboxStatus{Conditions: conds}
+	meta.SetStatusCondition(&sb.Status.Conditions, expired)
+	return c.writeStatus(ctx, sb, cached)
+}
+
+func replicasOf(sb *agentsv1beta1.Sandbox) int32 {
+	if sb.Spec.Replicas == nil {
+		return 1
+	}
+	return *sb.Spec.Replicas
+}
