@@ -1,0 +1,249 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxtemplate
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+)
+
+// SandboxRouterSelector selects the pods the secure default policy lets traffic in from.
+var SandboxRouterSelector = map[string]string{"app": "sandbox-router"}
+
+// Egress of the secure default policy: the internet, without private (RFC 1918), link-local
+// (cloud metadata servers) and IPv6 unique local addresses. Cluster DNS is blocked with them;
+// sandboxes of such templates resolve through public resolvers (fromtemplate.ApplySecureDefaults).
+var (
+	DefaultEgressIPv4Except = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
+	DefaultEgressIPv6Except = []string{"fc00::/7"}
+)
+
+// sync brings the NetworkPolicy of one template to what the template asks for. It is idempotent
+// and writes only on drift.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	t, err := c.templates.SandboxTemplates(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Gone: its finalizer made us delete the policy first (or the garbage collector will).
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.DeletionTimestamp != nil {
+		return c.finalize(ctx, t)
+	}
+	if !slices.Contains(t.Finalizers, Finalizer) {
+		// Created while this controller was off: take the finalizer now, then come back.
+		return c.addFinalizer(ctx, t)
+	}
+	existing, err := c.policies.NetworkPolicies(namespace).Get(PolicyName(name))
+	if apierrors.IsNotFound(err) {
+		existing = nil
+	} else if err != nil {
+		return err
+	}
+	if t.Spec.NetworkPolicyManagement == extensionsv1beta1.NetworkPolicyManagementUnmanaged {
+		return c.deletePolicy(ctx, t, existing)
+	}
+	return c.ensurePolicy(ctx, t, existing)
+}
+
+// DesiredPolicy is the NetworkPolicy a managed template asks for.
+func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate) *networkingv1.NetworkPolicy {
+	hash := naming.NameHash(t.Name)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            PolicyName(t.Name),
+			Namespace:       t.Namespace,
+			Labels:          map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, templateKind)},
+		},
+		Spec: desiredSpec(t, hash),
+	}
+}
+
+// desiredSpec selects the template's pods and denies what the rules do not allow, both ways. The
+// rules are the template's own or, when it has none, the secure default. Ports get the protocol
+// the cluster would default them to, so that a stored policy compares equal to its desire.
+func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string) networkingv1.NetworkPolicySpec {
+	spec := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	}
+	if np := t.Spec.NetworkPolicy; np != nil {
+		np = np.DeepCopy()
+		spec.Ingress, spec.Egress = np.Ingress, np.Egress
+	} else {
+		spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(SandboxRouterSelector)}}},
+		}}
+		spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
+			To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: slices.Clone(DefaultEgressIPv4Except)}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: slices.Clone(DefaultEgressIPv6Except)}},
+			},
+		}}
+	}
+	for i := range spec.Ingress {
+		defaultPorts(spec.Ingress[i].Ports)
+	}
+	for i := range spec.Egress {
+		defaultPorts(spec.Egress[i].Ports)
+	}
+	return spec
+}
+
+func defaultPorts(ports []networkingv1.NetworkPolicyPort) {
+	for i := range ports {
+		if ports[i].Protocol == nil {
+			ports[i].Protocol = ptr.To(corev1.ProtocolTCP)
+		}
+	}
+}
+
+// ensurePolicy creates the template's policy, or adopts or repairs the one there.
+func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, existing *networkingv1.NetworkPolicy) error {
+	desired := DesiredPolicy(t)
+	policies := c.kube.NetworkingV1().NetworkPolicies(t.Namespace)
+	if existing == nil {
+		_, err := policies.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})
+		if err == nil {
+			c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyCreated", "Created NetworkPolicy %s", desired.Name)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			c.events.Eventf(t, corev1.EventTypeWarning, "FailedCreate", "Creating NetworkPolicy %s: %v", desired.Name, err)
+			return err
+		}
+		// Made by an earlier attempt the cache has not seen, or by someone else without our label
+		// (so outside the cache): look at it.
+		if existing, err = policies.Get(ctx, desired.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+	}
+
+	adopt := false
+	switch ownership.Of(existing, t.UID) {
+	case ownership.OwnedByOther:
+		c.events.Eventf(t, corev1.EventTypeWarning, "OwnershipConflict", "NetworkPolicy %s is controlled by another object", existing.Name)
+		return ownership.Conflict("NetworkPolicy", existing)
+	case ownership.Unowned:
+		adopt = true
+	}
+	if !adopt && !drifted(existing, desired) {
+		return nil
+	}
+	if existing.DeletionTimestamp != nil {
+		// Being deleted by someone; its deletion event brings the template back to recreate it.
+		return nil
+	}
+	np := existing.DeepCopy()
+	np.Spec = desired.Spec
+	if np.Labels == nil {
+		np.Labels = map[string]string{}
+	}
+	maps.Copy(np.Labels, desired.Labels)
+	if adopt {
+		ownership.Adopt(np, desired.OwnerReferences[0])
+	}
+	_, err := policies.Update(ctx, np, metav1.UpdateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		// The cache is behind; the newer object (or its deletion) is on its way.
+		klog.FromContext(ctx).V(4).Info("NetworkPolicy changed under us, waiting for the cache", "networkPolicy", klog.KObj(np))
+		return nil
+	case err != nil:
+		c.events.Eventf(t, corev1.EventTypeWarning, "FailedUpdate", "Updating NetworkPolicy %s: %v", np.Name, err)
+		return err
+	case adopt:
+		c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyAdopted", "Adopted NetworkPolicy %s", np.Name)
+	default:
+		c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyUpdated", "Updated NetworkPolicy %s to the template's rules", np.Name)
+	}
+	return nil
+}
+
+// drifted says whether the policy no longer matches the desired one: its spec or selector label.
+func drifted(existing, desired *networkingv1.NetworkPolicy) bool {
+	key := extensionsv1beta1.SandboxTemplateRefHashLabel
+	if v, ok := existing.Labels[key]; !ok || v != desired.Labels[key] {
+		return true
+	}
+	return !apiequality.Semantic.DeepEqual(existing.Spec, desired.Spec)
+}
+
+// deletePolicy deletes the template's policy when the template controls it, and leaves any other
+// policy of that name alone.
+func (c *Controller) deletePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) error {
+	if np == nil || np.DeletionTimestamp != nil || ownership.Of(np, t.UID) != ownership.Owned {
+		return nil
+	}
+	err := c.kube.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &np.UID},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		c.events.Eventf(t, corev1.EventTypeWarning, "FailedDelete", "Deleting NetworkPolicy %s: %v", np.Name, err)
+		return err
+	}
+	c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyDeleted", "Deleted NetworkPolicy %s", np.Name)
+	return nil
+}
+
+// addFinalizer makes a template wait for its policy to be deleted before it goes.
+func (c *Controller) addFinalizer(ctx context.Context, t *extensionsv1beta1.SandboxTemplate) error {
+	t = t.DeepCopy()
+	t.Finalizers = append(t.Finalizers, Finalizer)
+	_, err := c.client.ExtensionsV1beta1().SandboxTemplates(t.Namespace).Update(ctx, t, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// finalize deletes the policy of a deleted template, then lets the template go. It asks the
+// cluster rather than the cache: a policy created a moment ago may not be cached yet, and
+// releasing the template then would leave it behind.
+func (c *Controller) finalize(ctx context.Context, t *extensionsv1beta1.SandboxTemplate) error {
+	if !slices.Contains(t.Finalizers, Finalizer) {
+		return nil
+	}
+	np, err := c.kube.NetworkingV1().NetworkPolicies(t.Namespace).Get(ctx, PolicyName(t.Name), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	default:
+		if err := c.deletePolicy(ctx, t, np); err != nil {
+			return err
+		}
+	}
+	t = t.DeepCopy()
+	t.Finalizers = slices.DeleteFunc(t.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err = c.client.ExtensionsV1beta1().SandboxTemplates(t.Namespace).Update(ctx, t, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
