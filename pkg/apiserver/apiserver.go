@@ -18,8 +18,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
-	sandboxcontroller "github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
@@ -64,7 +64,14 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 
-	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, c.Controllers != nil && c.Controllers.Enabled(sandboxcontroller.Name))
+	// Each kind gets its controller's finalizer at create time, when that controller runs.
+	finalizer := func(controller, name string) string {
+		if c.Controllers != nil && c.Controllers.Enabled(controller) {
+			return name
+		}
+		return ""
+	}
+	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer))
 	if err != nil {
 		return nil, err
 	}
@@ -74,15 +81,15 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		"sandboxes/scale":  sandboxStorage.Scale,
 	}
 
-	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter)
+	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer))
 	if err != nil {
 		return nil, err
 	}
-	templateStorage, err := sandboxtemplate.NewREST(Scheme, optsGetter)
+	templateStorage, err := sandboxtemplate.NewREST(Scheme, optsGetter, finalizer(controllers.SandboxTemplate, extensionsv1beta1.TemplateNetworkPolicyFinalizer))
 	if err != nil {
 		return nil, err
 	}
-	poolStorage, err := sandboxwarmpool.NewStorage(Scheme, optsGetter)
+	poolStorage, err := sandboxwarmpool.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxWarmPool, extensionsv1beta1.WarmPoolMembersFinalizer))
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
@@ -131,6 +132,22 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
 	}
+	if o.Enabled(sandboxclaim.Name) {
+		ctrl, err := sandboxclaim.New(sandboxclaim.Config{
+			Client:    client,
+			Claims:    ours.Extensions().V1beta1().SandboxClaims(),
+			Templates: ours.Extensions().V1beta1().SandboxTemplates(),
+			Sandboxes: ours.Agents().V1beta1().Sandboxes(),
+			Events:    recorder,
+			Workers:   o.ClaimWorkers,
+		})
+		if err != nil {
+			return fmt.Errorf("sandboxclaim controller: %w", err)
+		}
+		wg.Go(func() { ctrl.Run(ctx) })
+	}
+	metrics.RegisterSandboxCollector(ours.Agents().V1beta1().Sandboxes().Lister())
+	defer metrics.RegisterSandboxCollector(nil)
 	children.Start(ctx.Done())
 	ours.Start(ctx.Done())
 	wg.Wait()

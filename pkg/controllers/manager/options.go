@@ -16,18 +16,24 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/config/options"
 
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 )
 
 // KnownControllers are the names --controllers accepts.
-var KnownControllers = []string{sandbox.Name}
+var KnownControllers = controllers.All
 
 // Options configure the embedded controllers.
 type Options struct {
 	// Controllers lists the controllers to run: "*" for all, "name" to enable, "-name" to disable.
 	Controllers []string
-	// SandboxWorkers is the number of Sandboxes reconciled at once.
-	SandboxWorkers int
+	// SandboxWorkers, ClaimWorkers, WarmPoolWorkers and TemplateWorkers are the numbers of objects
+	// of each kind reconciled at once.
+	SandboxWorkers  int
+	ClaimWorkers    int
+	WarmPoolWorkers int
+	TemplateWorkers int
+	// WarmPoolMaxBatchSize caps the members a warm pool creates or deletes in one pass.
+	WarmPoolMaxBatchSize int
 	// KubeAPIQPS and KubeAPIBurst limit the controllers' requests to the cluster's kube-apiserver.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -40,11 +46,15 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		Controllers:    []string{"*"},
-		SandboxWorkers: 16,
-		KubeAPIQPS:     100,
-		KubeAPIBurst:   200,
-		ClusterDomain:  "cluster.local",
+		Controllers:          []string{"*"},
+		SandboxWorkers:       16,
+		ClaimWorkers:         16,
+		WarmPoolWorkers:      4,
+		TemplateWorkers:      2,
+		WarmPoolMaxBatchSize: 300,
+		KubeAPIQPS:           100,
+		KubeAPIBurst:         200,
+		ClusterDomain:        "cluster.local",
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -63,6 +73,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Controllers to run: '*' for all, 'name' to enable one, '-name' to disable one. Known: %s. An empty list serves the API only.",
 		strings.Join(KnownControllers, ", ")))
 	fs.IntVar(&o.SandboxWorkers, "sandbox-concurrent-workers", o.SandboxWorkers, "Number of Sandboxes reconciled at once.")
+	fs.IntVar(&o.ClaimWorkers, "sandbox-claim-concurrent-workers", o.ClaimWorkers, "Number of SandboxClaims reconciled at once.")
+	fs.IntVar(&o.WarmPoolWorkers, "sandbox-warm-pool-concurrent-workers", o.WarmPoolWorkers, "Number of SandboxWarmPools reconciled at once.")
+	fs.IntVar(&o.TemplateWorkers, "sandbox-template-concurrent-workers", o.TemplateWorkers, "Number of SandboxTemplates reconciled at once.")
+	fs.IntVar(&o.WarmPoolMaxBatchSize, "sandbox-warm-pool-max-batch-size", o.WarmPoolMaxBatchSize, "Most warm pool members created or deleted in one pass of a pool.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second the controllers may send to the cluster's kube-apiserver.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the controllers may send to the cluster's kube-apiserver.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, used in status.serviceFQDN.")
@@ -78,8 +92,11 @@ func (o *Options) Validate() []error {
 			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", c, strings.Join(KnownControllers, ", ")))
 		}
 	}
-	if o.SandboxWorkers < 1 {
-		errs = append(errs, fmt.Errorf("--sandbox-concurrent-workers must be at least 1"))
+	if min(o.SandboxWorkers, o.ClaimWorkers, o.WarmPoolWorkers, o.TemplateWorkers) < 1 {
+		errs = append(errs, fmt.Errorf("every --*-concurrent-workers flag must be at least 1"))
+	}
+	if o.WarmPoolMaxBatchSize < 1 {
+		errs = append(errs, fmt.Errorf("--sandbox-warm-pool-max-batch-size must be at least 1"))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))

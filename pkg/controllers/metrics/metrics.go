@@ -35,14 +35,20 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
-	registerOnce sync.Once
+	registerOnce          sync.Once
+	registerCollectorOnce sync.Once
 )
 
 // Register adds the metrics to the server's registry; safe to call more than once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader)
+		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader,
+			ClaimStartupLatency, ClaimControllerStartupLatency, SandboxCreationLatency, ClaimCreations)
 	})
+}
+
+func mustRegisterCollector(c metrics.StableCollector) {
+	legacyregistry.CustomMustRegister(c)
 }
 
 // ObserveReconcile records one reconcile of controller that started at start.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
@@ -26,7 +27,7 @@ import (
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
-const Name = "sandbox"
+const Name = controllers.Sandbox
 
 // FieldManager is the field manager of every write of this controller.
 const FieldManager = "sandbox-controller"

@@ -15,6 +15,14 @@ const (
 	// ClaimSandboxNameLabel records, on a claim, the name of the sandbox it adopted.
 	ClaimSandboxNameLabel = "agents.x-k8s.io/sandbox-name"
 
+	// ClaimSandboxFinalizer holds a deleted claim until the controller has deleted its Sandbox.
+	ClaimSandboxFinalizer = "extensions.agents.x-k8s.io/claim-sandbox"
+	// WarmPoolMembersFinalizer holds a deleted warm pool until the controller has deleted its members.
+	WarmPoolMembersFinalizer = "extensions.agents.x-k8s.io/warmpool-members"
+	// TemplateNetworkPolicyFinalizer holds a deleted template until the controller has deleted its
+	// NetworkPolicy.
+	TemplateNetworkPolicyFinalizer = "extensions.agents.x-k8s.io/template-network-policy"
+
 	// TemplateRefField is the field selector and index of the template a claim or pool refers to.
 	TemplateRefField = "spec.sandboxTemplateRef.name"
 )

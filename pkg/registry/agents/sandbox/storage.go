@@ -28,10 +28,10 @@ type Storage struct {
 	Scale   *scale.REST
 }
 
-// NewStorage returns the registry of Sandboxes on the storage of optsGetter. childrenFinalizer
-// puts the Sandbox controller's finalizer on every new Sandbox.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, childrenFinalizer bool) (*Storage, error) {
-	strategy, statusStrategy := NewStrategy(scheme, childrenFinalizer)
+// NewStorage returns the registry of Sandboxes on the storage of optsGetter; finalizer (may be
+// empty) is put on every new Sandbox.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme, finalizer)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &agents.Sandbox{} },
 		NewListFunc:               func() runtime.Object { return &agents.SandboxList{} },

@@ -7,7 +7,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
-	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
 )
@@ -27,9 +25,6 @@ import (
 // sandboxStrategy is the create, update and delete strategy of Sandbox: spec writes only.
 type sandboxStrategy struct {
 	base.Strategy
-	// childrenFinalizer is set when this server runs the Sandbox controller: new Sandboxes then
-	// carry its finalizer from the start, which saves the controller a write per Sandbox.
-	childrenFinalizer bool
 }
 
 // sandboxStatusStrategy is the strategy of the status subresource: status writes only.
@@ -38,8 +33,8 @@ type sandboxStatusStrategy struct {
 }
 
 // NewStrategy returns the main strategy and the status strategy of Sandbox.
-func NewStrategy(typer runtime.ObjectTyper, childrenFinalizer bool) (sandboxStrategy, sandboxStatusStrategy) {
-	s := sandboxStrategy{Strategy: base.NewStrategy(typer), childrenFinalizer: childrenFinalizer}
+func NewStrategy(typer runtime.ObjectTyper, finalizer string) (sandboxStrategy, sandboxStatusStrategy) {
+	s := sandboxStrategy{base.NewStrategy(typer, finalizer)}
 	return s, sandboxStatusStrategy{s}
 }
 
@@ -52,9 +47,7 @@ func (st sandboxStrategy) PrepareForCreate(_ context.Context, obj runtime.Object
 	s := obj.(*agents.Sandbox)
 	s.Status = agents.SandboxStatus{}
 	s.Generation = 1
-	if st.childrenFinalizer && !slices.Contains(s.Finalizers, agentsv1beta1.SandboxChildrenFinalizer) {
-		s.Finalizers = append(s.Finalizers, agentsv1beta1.SandboxChildrenFinalizer)
-	}
+	st.AddFinalizer(s)
 }
 
 func (sandboxStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

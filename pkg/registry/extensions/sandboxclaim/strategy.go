@@ -33,8 +33,8 @@ type claimStatusStrategy struct {
 }
 
 // NewStrategy returns the main strategy and the status strategy of SandboxClaim.
-func NewStrategy(typer runtime.ObjectTyper) (claimStrategy, claimStatusStrategy) {
-	s := claimStrategy{base.NewStrategy(typer)}
+func NewStrategy(typer runtime.ObjectTyper, finalizer string) (claimStrategy, claimStatusStrategy) {
+	s := claimStrategy{base.NewStrategy(typer, finalizer)}
 	return s, claimStatusStrategy{s}
 }
 
@@ -43,10 +43,11 @@ func (claimStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return base.ResetFields(extensions.GroupName, "status")
 }
 
-func (claimStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (st claimStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	c := obj.(*extensions.SandboxClaim)
 	c.Status = extensions.SandboxClaimStatus{}
 	c.Generation = 1
+	st.AddFinalizer(c)
 }
 
 func (claimStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

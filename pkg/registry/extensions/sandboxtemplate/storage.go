@@ -15,8 +15,8 @@ import (
 )
 
 // NewREST returns the registry of SandboxTemplates on the storage of optsGetter.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*base.REST, error) {
-	strategy := NewStrategy(scheme)
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*base.REST, error) {
+	strategy := NewStrategy(scheme, finalizer)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxTemplate{} },
 		NewListFunc:               func() runtime.Object { return &extensions.SandboxTemplateList{} },

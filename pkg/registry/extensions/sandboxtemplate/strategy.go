@@ -27,12 +27,14 @@ type templateStrategy struct {
 }
 
 // NewStrategy returns the strategy of SandboxTemplate.
-func NewStrategy(typer runtime.ObjectTyper) templateStrategy {
-	return templateStrategy{base.NewStrategy(typer)}
+func NewStrategy(typer runtime.ObjectTyper, finalizer string) templateStrategy {
+	return templateStrategy{base.NewStrategy(typer, finalizer)}
 }
 
-func (templateStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	obj.(*extensions.SandboxTemplate).Generation = 1
+func (st templateStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	t := obj.(*extensions.SandboxTemplate)
+	t.Generation = 1
+	st.AddFinalizer(t)
 }
 
 func (templateStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

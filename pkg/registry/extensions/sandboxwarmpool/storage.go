@@ -28,8 +28,8 @@ type Storage struct {
 }
 
 // NewStorage returns the registry of SandboxWarmPools on the storage of optsGetter.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
-	strategy, statusStrategy := NewStrategy(scheme)
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme, finalizer)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxWarmPool{} },
 		NewListFunc:               func() runtime.Object { return &extensions.SandboxWarmPoolList{} },

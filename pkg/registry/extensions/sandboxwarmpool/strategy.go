@@ -33,8 +33,8 @@ type poolStatusStrategy struct {
 }
 
 // NewStrategy returns the main strategy and the status strategy of SandboxWarmPool.
-func NewStrategy(typer runtime.ObjectTyper) (poolStrategy, poolStatusStrategy) {
-	s := poolStrategy{base.NewStrategy(typer)}
+func NewStrategy(typer runtime.ObjectTyper, finalizer string) (poolStrategy, poolStatusStrategy) {
+	s := poolStrategy{base.NewStrategy(typer, finalizer)}
 	return s, poolStatusStrategy{s}
 }
 
@@ -43,10 +43,11 @@ func (poolStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return base.ResetFields(extensions.GroupName, "status")
 }
 
-func (poolStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (st poolStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	p := obj.(*extensions.SandboxWarmPool)
 	p.Status = extensions.SandboxWarmPoolStatus{}
 	p.Generation = 1
+	st.AddFinalizer(p)
 }
 
 func (poolStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

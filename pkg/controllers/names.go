@@ -1,0 +1,17 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package controllers holds the controllers embedded in sandbox-apiserver, one per package, and
+// the names --controllers knows them by.
+package controllers
+
+// Names of the controllers in --controllers, logs and metrics.
+const (
+	Sandbox         = "sandbox"
+	SandboxTemplate = "sandboxtemplate"
+	SandboxWarmPool = "sandboxwarmpool"
+	SandboxClaim    = "sandboxclaim"
+)
+
+// All lists every controller.
+var All = []string{Sandbox, SandboxTemplate, SandboxWarmPool, SandboxClaim}

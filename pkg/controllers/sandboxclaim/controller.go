@@ -1,0 +1,254 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package sandboxclaim is the SandboxClaim controller: it serves each claim with exactly one
+// Sandbox, adopted from a warm pool when one fits and created from the claim's template otherwise,
+// mirrors the Sandbox's state into the claim and enforces the claim's lifecycle.
+package sandboxclaim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
+	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
+	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
+	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+)
+
+// Name is the name of this controller in --controllers, logs and metrics.
+const Name = controllers.SandboxClaim
+
+// FieldManager is the field manager of every write of this controller.
+const FieldManager = "sandboxclaim-controller"
+
+const (
+	// byTemplate indexes claims by namespace/template, so a new or changed template reaches the
+	// claims waiting for it at once.
+	byTemplate = "byTemplate"
+	// byController indexes sandboxes by the UID of their controller, so a claim finds the sandbox
+	// it adopted even before its status says so (after a crash between the two writes).
+	byController = "byController"
+)
+
+var (
+	claimKind       = extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim")
+	warmPoolKind    = extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPool")
+	sandboxReadyKey = string(agentsv1beta1.SandboxConditionReady)
+)
+
+// Controller reconciles SandboxClaims.
+type Controller struct {
+	client  versioned.Interface
+	loop    *worker.Loop
+	synced  []cache.InformerSynced
+	events  record.EventRecorder
+	now     func() time.Time
+	workers int
+	warm    *warmqueue.Queue
+
+	claims          extlisters.SandboxClaimLister
+	claimIndex      cache.Indexer
+	templates       extlisters.SandboxTemplateLister
+	sandboxes       agentslisters.SandboxLister
+	sandboxIndex    cache.Indexer
+	firstObservedAt sync.Map // claim UID -> time the controller first saw it, for latency metrics
+}
+
+// Config is what the controller needs from the process.
+type Config struct {
+	Client    versioned.Interface
+	Claims    extinformers.SandboxClaimInformer
+	Templates extinformers.SandboxTemplateInformer
+	Sandboxes agentsinformers.SandboxInformer
+	Events    record.EventRecorder
+	Workers   int
+}
+
+// New wires the controller to its informers; call it before the informers start.
+func New(c Config) (*Controller, error) {
+	ctrl := &Controller{
+		client:       c.Client,
+		events:       c.Events,
+		now:          time.Now,
+		workers:      c.Workers,
+		warm:         warmqueue.New(),
+		claims:       c.Claims.Lister(),
+		claimIndex:   c.Claims.Informer().GetIndexer(),
+		templates:    c.Templates.Lister(),
+		sandboxes:    c.Sandboxes.Lister(),
+		sandboxIndex: c.Sandboxes.Informer().GetIndexer(),
+	}
+	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced}
+
+	if err := c.Claims.Informer().AddIndexers(cache.Indexers{byTemplate: func(obj any) ([]string, error) {
+		claim := obj.(*extensionsv1beta1.SandboxClaim)
+		return []string{claim.Namespace + "/" + claim.Spec.TemplateRef.Name}, nil
+	}}); err != nil {
+		return nil, err
+	}
+	if err := c.Sandboxes.Informer().AddIndexers(cache.Indexers{byController: func(obj any) ([]string, error) {
+		if ref := metav1.GetControllerOfNoCopy(obj.(*agentsv1beta1.Sandbox)); ref != nil {
+			return []string{string(ref.UID)}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
+
+	if _, err := c.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			claim := obj.(*extensionsv1beta1.SandboxClaim)
+			ctrl.firstObservedAt.LoadOrStore(claim.UID, ctrl.now())
+			ctrl.loop.Enqueue(obj)
+		},
+		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if claim, ok := obj.(*extensionsv1beta1.SandboxClaim); ok {
+				ctrl.firstObservedAt.Delete(claim.UID)
+			}
+			ctrl.loop.Enqueue(obj)
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := c.Templates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    ctrl.enqueueClaimsOfTemplate,
+		UpdateFunc: func(_, obj any) { ctrl.enqueueClaimsOfTemplate(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    ctrl.sandboxChanged,
+		UpdateFunc: func(_, obj any) { ctrl.sandboxChanged(obj) },
+		DeleteFunc: ctrl.sandboxDeleted,
+	}); err != nil {
+		return nil, err
+	}
+	return ctrl, nil
+}
+
+// Run reconciles until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	c.loop.Run(ctx, c.workers, c.synced...)
+}
+
+func (c *Controller) enqueueClaimsOfTemplate(obj any) {
+	t, ok := obj.(*extensionsv1beta1.SandboxTemplate)
+	if !ok {
+		return
+	}
+	keys, err := c.claimIndex.IndexKeys(byTemplate, t.Namespace+"/"+t.Name)
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		c.loop.Queue.Add(k)
+	}
+}
+
+// sandboxChanged keeps the warm queue current and wakes the claim that controls the sandbox.
+func (c *Controller) sandboxChanged(obj any) {
+	sb, ok := obj.(*agentsv1beta1.Sandbox)
+	if !ok {
+		return
+	}
+	key := sb.Namespace + "/" + sb.Name
+	if b, ok := adoptableBucket(sb); ok {
+		c.warm.Add(b, key)
+	} else {
+		c.warm.Remove(key)
+	}
+	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
+		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
+	}
+}
+
+func (c *Controller) sandboxDeleted(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	sb, ok := obj.(*agentsv1beta1.Sandbox)
+	if !ok {
+		return
+	}
+	c.warm.Remove(sb.Namespace + "/" + sb.Name)
+	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
+		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
+	}
+}
+
+// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a Ready member
+// of a warm pool (controlled by the pool or by nobody), not being deleted.
+func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
+	refHash := sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel]
+	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
+		return warmqueue.Bucket{}, false
+	}
+	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind != warmPoolKind.Kind {
+		return warmqueue.Bucket{}, false
+	}
+	if !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey) {
+		return warmqueue.Bucket{}, false
+	}
+	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash}, true
+}
+
+// ownedSandboxes returns the sandboxes controlled by the claim with this UID.
+func (c *Controller) ownedSandboxes(uid types.UID) []*agentsv1beta1.Sandbox {
+	objs, err := c.sandboxIndex.ByIndex(byController, string(uid))
+	if err != nil {
+		return nil
+	}
+	out := make([]*agentsv1beta1.Sandbox, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*agentsv1beta1.Sandbox))
+	}
+	return out
+}
+
+func claimRef(claim *extensionsv1beta1.SandboxClaim) metav1.OwnerReference {
+	return *metav1.NewControllerRef(claim, claimKind)
+}
+
+// claimError is a failure with the Ready reason it is reported under.
+type claimError struct {
+	reason string
+	msg    string
+	// retry says whether the controller should retry with backoff; false when only a change of
+	// the claim or its template (which requeues the claim anyway) can fix it.
+	retry bool
+}
+
+func (e *claimError) Error() string { return e.msg }
+
+func templateNotFound(ns, name string) error {
+	return &claimError{reason: extensionsv1beta1.ClaimReasonTemplateNotFound, msg: fmt.Sprintf("SandboxTemplate %s/%s not found", ns, name)}
+}
+
+func invalidMetadata(format string, args ...any) error {
+	return &claimError{reason: extensionsv1beta1.ClaimReasonInvalidMetadata, msg: fmt.Sprintf(format, args...)}
+}
+
+func claimRefused(format string, args ...any) error {
+	return &claimError{reason: extensionsv1beta1.ClaimReasonReconcilerError, msg: fmt.Sprintf(format, args...)}
+}
+
+func splitKey(key string) (namespace, name string, err error) {
+	return cache.SplitMetaNamespaceKey(key)
+}

@@ -1,0 +1,136 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"context"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+)
+
+// maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
+// sandbox; each failed attempt means another claim took that candidate first.
+const maxAdoptionAttempts = 16
+
+// adopt hands a Ready warm sandbox of the claim's template to the claim in one write: the Update
+// carries the candidate's resourceVersion, so of all the claims (or pool deletions) racing for
+// one sandbox exactly one succeeds and the others move on. The pod keeps running. It returns nil
+// when no candidate was left.
+func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy) (*agentsv1beta1.Sandbox, error) {
+	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(template.Name)}
+	var accept func(string) bool
+	if policy != extensionsv1beta1.WarmPoolPolicyDefault {
+		poolHash := naming.NameHash(string(policy))
+		accept = func(key string) bool {
+			_, name, _ := splitKey(key)
+			sb, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
+			return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
+		}
+	}
+	logger := klog.FromContext(ctx)
+	for range maxAdoptionAttempts {
+		key, ok := c.warm.Pop(bucket, accept)
+		if !ok {
+			return nil, nil
+		}
+		_, name, _ := splitKey(key)
+		candidate, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
+		if err != nil {
+			continue // gone since it was queued
+		}
+		if _, ok := adoptableBucket(candidate); !ok {
+			continue
+		}
+		adopted, err := c.takeOver(ctx, claim, template, candidate)
+		switch {
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			logger.V(4).Info("Warm candidate taken by someone else", "claim", klog.KObj(claim), "sandbox", key)
+			continue
+		case err != nil:
+			// Not the candidate's fault: give it back for the next claim.
+			c.warm.Add(bucket, key)
+			return nil, err
+		}
+		pool := ""
+		if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
+			pool = ref.Name
+		}
+		c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
+		metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchWarm, pool, "ready").Inc()
+		return adopted, nil
+	}
+	return nil, nil
+}
+
+// takeOver rewrites a warm member as the claim's sandbox: warm-pool labels off, the claim as its
+// controller, its pod's name recorded, the claim's identity labels and merged pod metadata on.
+func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
+	sb := candidate.DeepCopy()
+	meta, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
+	if err != nil {
+		return nil, err
+	}
+	sb.Spec.PodTemplate.ObjectMeta = meta
+	sb.Labels = maps.Clone(sb.Labels)
+	for _, k := range warmPoolOnlyLabels {
+		delete(sb.Labels, k)
+	}
+	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
+	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(template.Name)
+	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
+	if sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] == "" {
+		// The pod keeps the name it has; recording it also marks the sandbox as a warm launch.
+		sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] = sb.Name
+	}
+	return c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+}
+
+// createSandbox makes a cold sandbox named after the claim from its template, with the claim's
+// pod metadata and environment variables.
+func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, error) {
+	sb := fromtemplate.NewSandbox(template)
+	sb.Name = claim.Name
+	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
+	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
+	meta, err := desiredPodMetadata(claim, template, nil)
+	if err != nil {
+		return nil, err
+	}
+	sb.Spec.PodTemplate.ObjectMeta = meta
+	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template.Spec.EnvVarsInjectionPolicy); err != nil {
+		return nil, err
+	}
+	created, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Create(ctx, sb, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		// Made by an earlier attempt the cache has not seen yet, or by someone else.
+		existing, getErr := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Get(ctx, sb.Name, metav1.GetOptions{})
+		if getErr != nil {
+			return nil, getErr
+		}
+		if !metav1.IsControlledBy(existing, claim) {
+			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
+		}
+		return existing, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxProvisioned", "Created sandbox %s from template %s", created.Name, template.Name)
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchCold, "", "not-ready").Inc()
+	return created, nil
+}

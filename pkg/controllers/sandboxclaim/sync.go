@@ -1,0 +1,357 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+)
+
+const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
+
+// sync serves one claim: its sandbox while it lives, its lifecycle when it expires, and the
+// cleanup when it is deleted. Status is written only when it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.claims.SandboxClaims(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cached.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
+	if !slices.Contains(cached.Finalizers, finalizer) {
+		return c.setFinalizer(ctx, cached, true)
+	}
+
+	claim := cached.DeepCopy()
+	now := c.now()
+	expired, _ := timeLeft(now, claim)
+	if expired && shutdownPolicy(claim) != extensionsv1beta1.ShutdownPolicyRetain {
+		c.events.Event(claim, corev1.EventTypeNormal, "ClaimExpired", "Claim expired; deleting it and its sandbox")
+		err := c.client.ExtensionsV1beta1().SandboxClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
+		return ignoreGone(err)
+	}
+
+	var sb *agentsv1beta1.Sandbox
+	var syncErr error
+	if expired {
+		sb, syncErr = c.reconcileExpired(ctx, claim)
+	} else {
+		sb, syncErr = c.reconcileActive(ctx, claim)
+	}
+	c.computeStatus(claim, sb, syncErr, expired)
+	statusErr := c.writeStatus(ctx, claim, cached)
+
+	if !expired {
+		// Look again at expiry, counted with the Finished condition as just mirrored: it may have
+		// started the TTL, or even ended it already.
+		if expiredNow, left := timeLeft(now, claim); expiredNow {
+			c.loop.Queue.Add(key)
+		} else if left > 0 {
+			c.loop.Queue.AddAfter(key, left)
+		}
+	}
+
+	var ce *claimError
+	if errors.As(syncErr, &ce) && !ce.retry {
+		// Reported in the Ready condition; only a change of the claim or template can fix it.
+		syncErr = nil
+	}
+	return errors.Join(syncErr, statusErr)
+}
+
+// reconcileActive finds or makes the claim's sandbox and keeps its pod metadata in line.
+func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
+	sb, err := c.findSandbox(claim)
+	if err != nil {
+		return nil, err
+	}
+	template, err := c.templates.SandboxTemplates(claim.Namespace).Get(claim.Spec.TemplateRef.Name)
+	if apierrors.IsNotFound(err) {
+		template, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sb != nil {
+		if sb.DeletionTimestamp != nil {
+			return sb, nil
+		}
+		return c.syncPodMetadata(ctx, claim, template, sb)
+	}
+	if template == nil {
+		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
+	}
+	if _, err := desiredPodMetadata(claim, template, nil); err != nil {
+		return nil, err
+	}
+	policy := warmPoolPolicy(claim)
+	if policy != extensionsv1beta1.WarmPoolPolicyNone {
+		if len(claim.Spec.Env) > 0 {
+			return nil, claimRefused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
+		}
+		sb, err := c.adopt(ctx, claim, template, policy)
+		if sb != nil || err != nil {
+			return sb, err
+		}
+	}
+	return c.createSandbox(ctx, claim, template)
+}
+
+// findSandbox looks for the claim's sandbox by its status, by the assignment label, by the
+// controller index, then by the claim's own name; a sandbox found must be controlled by the claim.
+func (c *Controller) findSandbox(claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
+	lister := c.sandboxes.Sandboxes(claim.Namespace)
+	for _, name := range []string{claim.Status.SandboxStatus.Name, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel]} {
+		if name == "" {
+			continue
+		}
+		if sb, err := lister.Get(name); err == nil && metav1.IsControlledBy(sb, claim) {
+			return sb, nil
+		}
+	}
+	if owned := c.ownedSandboxes(claim.UID); len(owned) > 0 {
+		return owned[0], nil
+	}
+	sb, err := lister.Get(claim.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(sb, claim) {
+		if ref := metav1.GetControllerOfNoCopy(sb); ref == nil || ref.Kind != warmPoolKind.Kind {
+			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
+		}
+		// A warm member that happens to carry the claim's name: not ours, make no cold one either.
+		return nil, claimRefused("a Sandbox named %s exists and belongs to a warm pool", sb.Name)
+	}
+	return sb, nil
+}
+
+// syncPodMetadata pushes the claim's pod metadata to its sandbox when it drifted.
+func (c *Controller) syncPodMetadata(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, sb *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
+	want, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
+	if err != nil {
+		return sb, err
+	}
+	if apiequality.Semantic.DeepEqual(want, sb.Spec.PodTemplate.ObjectMeta) {
+		return sb, nil
+	}
+	updated := sb.DeepCopy()
+	updated.Spec.PodTemplate.ObjectMeta = want
+	out, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return sb, err
+	}
+	return out, nil
+}
+
+// reconcileExpired deletes the sandbox of an expired claim kept under Retain.
+func (c *Controller) reconcileExpired(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
+	ready := meta.FindStatusCondition(claim.Status.Conditions, string(agentsv1beta1.SandboxConditionReady))
+	if ready == nil || ready.Reason != extensionsv1beta1.ClaimReasonClaimExpired {
+		c.events.Event(claim, corev1.EventTypeNormal, "ClaimExpired", "Claim expired; deleting its sandbox and keeping the claim")
+	}
+	sb, err := c.findSandbox(claim)
+	if sb == nil || err != nil {
+		return nil, nil
+	}
+	if sb.DeletionTimestamp == nil {
+		err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Delete(ctx, sb.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sb.UID}})
+		if err := ignoreGone(err); err != nil {
+			return sb, err
+		}
+	}
+	return sb, nil
+}
+
+// finalize deletes the sandbox of a deleted claim. Under DeleteForeground (or a foreground
+// deletion) the claim stays until the sandbox, and so its pod, are gone.
+func (c *Controller) finalize(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) error {
+	if !slices.Contains(claim.Finalizers, finalizer) {
+		return nil
+	}
+	c.firstObservedAt.Delete(claim.UID)
+	owned := c.ownedSandboxes(claim.UID)
+	for _, sb := range owned {
+		if sb.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Delete(ctx, sb.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sb.UID}})
+		if err := ignoreGone(err); err != nil {
+			return err
+		}
+	}
+	foreground := shutdownPolicy(claim) == extensionsv1beta1.ShutdownPolicyDeleteForeground ||
+		slices.Contains(claim.Finalizers, metav1.FinalizerDeleteDependents)
+	if foreground && len(owned) > 0 {
+		return nil // the sandbox's deletion event brings the claim back here
+	}
+	return c.setFinalizer(ctx, claim, false)
+}
+
+func (c *Controller) setFinalizer(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, present bool) error {
+	claim = claim.DeepCopy()
+	if present {
+		claim.Finalizers = append(claim.Finalizers, finalizer)
+	} else {
+		claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == finalizer })
+	}
+	_, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{FieldManager: FieldManager})
+	return ignoreGone(err)
+}
+
+// computeStatus sets the claim's sandbox reference, Ready and Finished from the sandbox.
+func (c *Controller) computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, err error, expired bool) {
+	st := &claim.Status
+	st.SandboxStatus = extensionsv1beta1.SandboxStatus{}
+	if sb != nil && !expired {
+		st.SandboxStatus.Name = sb.Name
+		st.SandboxStatus.PodIPs = slices.Clone(sb.Status.PodIPs)
+	}
+	ready := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse, ObservedGeneration: claim.Generation}
+	var ce *claimError
+	var sbReady *metav1.Condition
+	if sb != nil {
+		sbReady = meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey)
+	}
+	switch {
+	case errors.As(err, &ce):
+		ready.Reason, ready.Message = ce.reason, ce.msg
+	case err != nil:
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonReconcilerError, "Error seen: "+err.Error()
+	case expired:
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonClaimExpired, "Claim expired; sandbox cleanup initiated"
+	case sb == nil:
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxMissing, "The claim has no sandbox"
+	case sbReady == nil:
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox "+sb.Name+" reports no readiness yet"
+	case sbReady.Reason == agentsv1beta1.SandboxReasonExpired:
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxExpired, sbReady.Message
+	default:
+		ready.Status, ready.Reason, ready.Message = sbReady.Status, sbReady.Reason, sbReady.Message
+	}
+	wasReady := meta.IsStatusConditionTrue(st.Conditions, ready.Type)
+	meta.SetStatusCondition(&st.Conditions, ready)
+	if !wasReady && ready.Status == metav1.ConditionTrue {
+		c.observeReady(claim, sb)
+	}
+
+	finishedType := string(agentsv1beta1.SandboxConditionFinished)
+	switch {
+	case sb != nil:
+		if f := meta.FindStatusCondition(sb.Status.Conditions, finishedType); f != nil {
+			mirrored := *f
+			mirrored.ObservedGeneration = claim.Generation
+			meta.SetStatusCondition(&st.Conditions, mirrored)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, finishedType)
+		}
+	case !expired:
+		meta.RemoveStatusCondition(&st.Conditions, finishedType)
+	}
+}
+
+// observeReady records the startup latencies of a claim that just became Ready.
+func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox) {
+	launch := metrics.LaunchCold
+	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
+		launch = metrics.LaunchWarm
+	}
+	template := claim.Spec.TemplateRef.Name
+	metrics.ClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(claim.CreationTimestamp.Time))
+	if t, ok := c.firstObservedAt.LoadAndDelete(claim.UID); ok {
+		metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(t.(time.Time)))
+	}
+	if r := meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey); r != nil {
+		ms := float64(r.LastTransitionTime.Sub(sb.CreationTimestamp.Time).Microseconds()) / 1000
+		metrics.SandboxCreationLatency.WithLabelValues(sb.Namespace, launch, template).Observe(ms)
+	}
+}
+
+// writeStatus writes the status subresource only when it changed since the cached copy.
+func (c *Controller) writeStatus(ctx context.Context, claim, cached *extensionsv1beta1.SandboxClaim) error {
+	if apiequality.Semantic.DeepEqual(claim.Status, cached.Status) {
+		return nil
+	}
+	_, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		// The cache is behind; the newer claim is on its way and will be reconciled.
+		return nil
+	}
+	return ignoreGone(err)
+}
+
+func ignoreGone(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func warmPoolPolicy(claim *extensionsv1beta1.SandboxClaim) extensionsv1beta1.WarmPoolPolicy {
+	if claim.Spec.WarmPool == nil {
+		return extensionsv1beta1.WarmPoolPolicyDefault
+	}
+	return *claim.Spec.WarmPool
+}
+
+func shutdownPolicy(claim *extensionsv1beta1.SandboxClaim) extensionsv1beta1.ShutdownPolicy {
+	if lc := claim.Spec.Lifecycle; lc != nil && lc.ShutdownPolicy != nil {
+		return *lc.ShutdownPolicy
+	}
+	return extensionsv1beta1.ShutdownPolicyRetain
+}
+
+// timeLeft says whether the claim has expired and otherwise how long it has left (0: no expiry).
+// It expires at shutdownTime or ttlSecondsAfterFinished after its mirrored Finished condition,
+// whichever comes first.
+func timeLeft(now time.Time, claim *extensionsv1beta1.SandboxClaim) (bool, time.Duration) {
+	lc := claim.Spec.Lifecycle
+	if lc == nil {
+		return false, 0
+	}
+	var at *time.Time
+	if lc.ShutdownTime != nil {
+		t := lc.ShutdownTime.Time
+		at = &t
+	}
+	if lc.TTLSecondsAfterFinished != nil {
+		if f := meta.FindStatusCondition(claim.Status.Conditions, string(agentsv1beta1.SandboxConditionFinished)); f != nil && f.Status == metav1.ConditionTrue {
+			t := f.LastTransitionTime.Add(time.Duration(*lc.TTLSecondsAfterFinished) * time.Second)
+			if at == nil || t.Before(*at) {
+				at = &t
+			}
+		}
+	}
+	if at == nil {
+		return false, 0
+	}
+	if !now.Before(*at) {
+		return true, 0
+	}
+	return false, at.Sub(now)
+}
