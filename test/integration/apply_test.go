@@ -51,6 +51,7 @@ func sandboxApply(ns, name string, replicas int32) *agentsac.SandboxApplyConfigu
 // TestServerSideApply checks field ownership: conflicts between appliers, forcing, and the managed
 // fields that record both.
 func TestServerSideApply(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "apply"
 

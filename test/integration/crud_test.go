@@ -186,6 +186,7 @@ func expectContainers(t *testing.T, pt agentsv1beta1.PodTemplate, want ...string
 }
 
 func TestCRUD(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "crud"
 

@@ -17,6 +17,7 @@ import (
 // TestDefaults checks that the defaults are filled in on create, are stored (a get shows them too)
 // and that explicit values are kept.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "defaults"
 

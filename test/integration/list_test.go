@@ -17,6 +17,7 @@ import (
 
 // TestList checks paginated lists and the selectors lists accept.
 func TestList(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 
 	t.Run("pagination", func(t *testing.T) {

@@ -58,6 +58,7 @@ func postSandbox(ctx context.Context, client rest.Interface, ns string, body []b
 // TestRequestBodies checks how the server answers bodies that are not a valid object: malformed
 // JSON, unknown fields under each field validation mode, and a body over the size limit.
 func TestRequestBodies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "requests"
 	rc := s.Client.AgentsV1beta1().RESTClient()

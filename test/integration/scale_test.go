@@ -16,6 +16,7 @@ import (
 // TestScale drives the scale subresources of Sandbox (0 or 1) and SandboxWarmPool (any count from
 // 0) as kubectl scale and an autoscaler do.
 func TestScale(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "scale"
 

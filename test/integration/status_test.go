@@ -29,6 +29,7 @@ func readyCondition(status metav1.ConditionStatus, reason string) metav1.Conditi
 // TestStatusSpecSplit checks that the status subresource writes status only, the main resource
 // spec and metadata only, and that metadata.generation moves with spec changes alone.
 func TestStatusSpecSplit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "status"
 

@@ -89,6 +89,7 @@ func uniqueName(prefix string) string {
 // offending fields, that an object with several mistakes gets all of them in one answer, and that
 // nothing invalid is stored.
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "validation"
 

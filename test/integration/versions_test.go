@@ -71,6 +71,7 @@ func richSandbox(ns, name string) *agentsv1beta1.Sandbox {
 
 // TestVersions writes objects in one served version and reads them in the other.
 func TestVersions(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const ns = "versions"
 
