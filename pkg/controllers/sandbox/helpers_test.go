@@ -168,7 +168,7 @@ func refsFor(o ownerKind) []metav1.OwnerReference {
 func newPod(name string, o ownerKind, mods ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNS, UID: types.UID(name + "-uid"), ResourceVersion: "5",
+			Name: name, Namespace: testNS, UID: types.UID(name + "-pod-uid"), ResourceVersion: "5",
 			Labels:          map[string]string{agentsv1beta1.SandboxNameHashLabel: testHash},
 			OwnerReferences: refsFor(o),
 		},
