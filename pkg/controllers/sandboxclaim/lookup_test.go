@@ -1,0 +1,222 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+func TestFindSandboxOrder(t *testing.T) {
+	mine := ownedByClaim(testClaim, testClaimUID)
+	// A claim of the same name deleted and recreated has another UID.
+	predecessor := ownedByClaim(testClaim, "old-claim-uid")
+	other := ownedByClaim("other-claim", "other-claim-uid")
+	byStatus := withClaimStatus(extensionsv1beta1.SandboxClaimStatus{SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "by-status"}})
+	byLabel := withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, "by-label")
+
+	cases := []struct {
+		name      string
+		claimMods []func(*extensionsv1beta1.SandboxClaim)
+		sandboxes []*agentsv1beta1.Sandbox
+		want      string   // name of the sandbox found; "" for none
+		wantErr   []string // substrings of a ReconcilerError
+	}{
+		{
+			name:      "status name first",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byStatus, byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-status", mine), newSandbox("by-label", mine), newSandbox(testClaim, mine)},
+			want:      "by-status",
+		},
+		{
+			name:      "assignment label when the status names nothing",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-label", mine), newSandbox(testClaim, mine)},
+			want:      "by-label",
+		},
+		{
+			name:      "assignment label when the status names a sandbox that is gone",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byStatus, byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-label", mine), newSandbox("by-index", mine)},
+			want:      "by-label",
+		},
+		{
+			name:      "assignment label when the status names a sandbox of another claim",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byStatus, byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-status", other), newSandbox("by-label", mine), newSandbox("by-index", mine)},
+			want:      "by-label",
+		},
+		{
+			name:      "controller index when status and label name foreign sandboxes",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byStatus, byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-status", other), newSandbox("by-label"), newSandbox("by-index", mine)},
+			want:      "by-index",
+		},
+		{
+			name:      "controller index finds an adopted sandbox before the status says so",
+			sandboxes: []*agentsv1beta1.Sandbox{warmMember("pool-x1", "", mine)},
+			want:      "pool-x1",
+		},
+		{
+			name:      "claim name when nothing else points anywhere",
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox(testClaim, mine)},
+			want:      testClaim,
+		},
+		{
+			name:      "a foreign sandbox named in the status is not used",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byStatus},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-status", other)},
+			want:      "",
+		},
+		{
+			name:      "an unowned sandbox named by the label is not used",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-label")},
+			want:      "",
+		},
+		{
+			name:      "a sandbox of another claim in the index of nobody",
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("elsewhere", other)},
+			want:      "",
+		},
+		{
+			name: "nothing at all",
+			want: "",
+		},
+		{
+			name:      "the claim's name taken by another claim's sandbox",
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox(testClaim, other)},
+			wantErr:   []string{"a Sandbox named " + testClaim + " exists and is not controlled by this claim"},
+		},
+		{
+			name:      "the claim's name taken by the sandbox of a predecessor with the same name",
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox(testClaim, predecessor)},
+			wantErr:   []string{"not controlled by this claim"},
+		},
+		{
+			name:      "the claim's name taken by an unowned sandbox",
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox(testClaim)},
+			wantErr:   []string{"not controlled by this claim"},
+		},
+		{
+			name:      "the claim's name taken by a warm member",
+			sandboxes: []*agentsv1beta1.Sandbox{warmMember(testClaim, testPool)},
+			wantErr:   []string{"belongs to a warm pool"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := newClaim(tc.claimMods...)
+			var objs []runtime.Object
+			for _, sb := range tc.sandboxes {
+				objs = append(objs, sb)
+			}
+			f := newFixture(t, objs...)
+			got, err := f.c.findSandbox(claim)
+			if tc.wantErr != nil {
+				var ce *claimError
+				if !errors.As(err, &ce) || ce.reason != extensionsv1beta1.ClaimReasonReconcilerError {
+					t.Fatalf("findSandbox = %v, %v; want a ReconcilerError", got, err)
+				}
+				for _, s := range tc.wantErr {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not contain %q", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("findSandbox: %v", err)
+			}
+			gotName := ""
+			if got != nil {
+				gotName = got.Name
+			}
+			if gotName != tc.want {
+				t.Errorf("findSandbox found %q, want %q", gotName, tc.want)
+			}
+		})
+	}
+}
+
+// TestSyncLookup runs whole syncs over the lookup outcomes: a sandbox found is kept, a foreign one
+// is never used and a foreign one holding the claim's name blocks creation.
+func TestSyncLookup(t *testing.T) {
+	other := ownedByClaim("other-claim", "other-claim-uid")
+	cases := []struct {
+		name       string
+		claim      *extensionsv1beta1.SandboxClaim
+		sandboxes  []*agentsv1beta1.Sandbox
+		wantWrites []string
+		wantReady  [3]string // status, reason, message (prefix with *)
+		wantName   string
+	}{
+		{
+			name: "a foreign sandbox in the status is replaced by a cold one named after the claim",
+			claim: newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone),
+				withClaimStatus(extensionsv1beta1.SandboxClaimStatus{SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "foreign"}})),
+			sandboxes:  []*agentsv1beta1.Sandbox{newSandbox("foreign", other)},
+			wantWrites: []string{"create sandboxes " + testClaim, "update sandboxclaims/status " + testClaim},
+			wantReady:  [3]string{"False", extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox " + testClaim + " reports no readiness yet"},
+			wantName:   testClaim,
+		},
+		{
+			name:       "a sandbox of another claim with the claim's name: ReconcilerError and no create",
+			claim:      newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone)),
+			sandboxes:  []*agentsv1beta1.Sandbox{newSandbox(testClaim, other)},
+			wantWrites: []string{"update sandboxclaims/status " + testClaim},
+			wantReady:  [3]string{"False", extensionsv1beta1.ClaimReasonReconcilerError, "a Sandbox named " + testClaim + " exists and is not controlled by this claim"},
+		},
+		{
+			name:       "a warm member with the claim's name: ReconcilerError, neither adopted nor replaced",
+			claim:      newClaim(),
+			sandboxes:  []*agentsv1beta1.Sandbox{warmMember(testClaim, testPool)},
+			wantWrites: []string{"update sandboxclaims/status " + testClaim},
+			wantReady:  [3]string{"False", extensionsv1beta1.ClaimReasonReconcilerError, "a Sandbox named " + testClaim + " exists and belongs to a warm pool"},
+		},
+		{
+			name:  "an owned sandbox found by the index is mirrored without writes to it",
+			claim: newClaim(),
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("adopted", ownedByClaim(testClaim, testClaimUID),
+				sandboxReady(metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"),
+				func(sb *agentsv1beta1.Sandbox) {
+					sb.Spec.PodTemplate.ObjectMeta = agentsv1beta1.PodMetadata{
+						Labels: map[string]string{"app": "python", "tier": "sandbox",
+							extensionsv1beta1.SandboxIDLabel: string(testClaimUID), extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash},
+						Annotations: map[string]string{"team": "ml"},
+					}
+				})},
+			wantWrites: []string{"update sandboxclaims/status " + testClaim},
+			wantReady:  [3]string{"True", agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"},
+			wantName:   "adopted",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.claim, newTemplate())
+			for _, sb := range tc.sandboxes {
+				f.add(sb)
+				f.warm(sb)
+			}
+			if err := f.sync(testClaim); err != nil {
+				t.Fatalf("sync: %v (a claim error the user must fix is not retried)", err)
+			}
+			if got := f.writes(); strings.Join(got, "\n") != strings.Join(tc.wantWrites, "\n") {
+				t.Errorf("writes = %q, want %q", got, tc.wantWrites)
+			}
+			st := f.lastStatus()
+			checkReady(t, st, metav1.ConditionStatus(tc.wantReady[0]), tc.wantReady[1], tc.wantReady[2])
+			if st.Status.SandboxStatus.Name != tc.wantName {
+				t.Errorf("status.sandbox.name = %q, want %q", st.Status.SandboxStatus.Name, tc.wantName)
+			}
+		})
+	}
+}
