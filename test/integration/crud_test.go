@@ -358,6 +358,66 @@ func TestCRUD(t *testing.T) {
 		}
 	})
 
+	t.Run("dry run stores nothing", func(t *testing.T) {
+		ctx := testContext(t)
+		sandboxes := s.Client.AgentsV1beta1().Sandboxes(ns)
+		got, err := sandboxes.Create(ctx, newSandbox(ns, "dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int32Of(got.Spec.Replicas) != 1 {
+			t.Errorf("a dry-run create is not defaulted: replicas %d", int32Of(got.Spec.Replicas))
+		}
+		if _, err := sandboxes.Get(ctx, "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a dry-run create stored the Sandbox: %v", err)
+		}
+		bad := newSandbox(ns, "dry")
+		bad.Spec.Replicas = ptr.To[int32](2)
+		_, err = sandboxes.Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		expectInvalid(t, err, "spec.replicas")
+	})
+
+	t.Run("delete preconditions and delete collection", func(t *testing.T) {
+		ctx := testContext(t)
+		const ns = "crud-collection"
+		templates := s.Client.ExtensionsV1beta1().SandboxTemplates(ns)
+		var first *extv1beta1.SandboxTemplate
+		for _, name := range []string{"t1", "t2", "t3"} {
+			tmpl := newTemplate(ns, name)
+			tmpl.Labels = map[string]string{"batch": "x"}
+			created, err := templates.Create(ctx, tmpl, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = created
+			}
+		}
+		wrongUID := types.UID("not-" + string(first.UID))
+		err := templates.Delete(ctx, "t1", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+		if !apierrors.IsConflict(err) {
+			t.Errorf("delete with a wrong UID precondition: want 409 Conflict, got %v", err)
+		}
+		staleRV := "1"
+		err = templates.Delete(ctx, "t1", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &staleRV}})
+		if !apierrors.IsConflict(err) {
+			t.Errorf("delete with a stale resourceVersion precondition: want 409 Conflict, got %v", err)
+		}
+		if err := templates.Delete(ctx, "t1", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &first.UID}}); err != nil {
+			t.Errorf("delete with the right UID precondition: %v", err)
+		}
+		if err := templates.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch=x"}); err != nil {
+			t.Fatalf("delete collection: %v", err)
+		}
+		left, err := templates.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left.Items) != 0 {
+			t.Errorf("%d templates left after delete collection", len(left.Items))
+		}
+	})
+
 	t.Run("generateName", func(t *testing.T) {
 		ctx := testContext(t)
 		sb := newSandbox(ns, "")

@@ -165,3 +165,65 @@ func TestRequestBodies(t *testing.T) {
 		}
 	})
 }
+
+// TestContentTypes checks the media types of request and response bodies: JSON and YAML both
+// ways, protobuf only where the types support it.
+func TestContentTypes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	const ns = "content"
+	ctx := testContext(t)
+	rc := s.Client.AgentsV1beta1().RESTClient()
+
+	yamlBody := []byte("apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata:\n  name: from-yaml\nspec:\n" +
+		"  podTemplate:\n    spec:\n      containers:\n      - name: agent\n        image: busybox\n")
+	res := rc.Post().Namespace(ns).Resource("sandboxes").SetHeader("Content-Type", "application/yaml").Body(yamlBody).Do(ctx)
+	var code int
+	if res.StatusCode(&code); code != http.StatusCreated {
+		t.Fatalf("create from YAML: want 201, got %d: %v", code, res.Error())
+	}
+
+	get := func(t *testing.T, accept string, list bool) (int, string, []byte) {
+		t.Helper()
+		req := rc.Get().Namespace(ns).Resource("sandboxes").SetHeader("Accept", accept)
+		if !list {
+			req = req.Name("from-yaml")
+		}
+		res := req.Do(ctx)
+		var code int
+		var contentType string
+		res.StatusCode(&code).ContentType(&contentType)
+		raw, _ := res.Raw()
+		return code, contentType, raw
+	}
+
+	t.Run("YAML", func(t *testing.T) {
+		code, contentType, raw := get(t, "application/yaml", false)
+		if code != http.StatusOK || contentType != "application/yaml" || !strings.Contains(string(raw), "kind: Sandbox") {
+			t.Errorf("GET as YAML: %d %s %.100q", code, contentType, raw)
+		}
+	})
+
+	t.Run("metadata only, as garbage collectors read it", func(t *testing.T) {
+		accept := "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," +
+			"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+		if code, contentType, _ := get(t, accept, true); code != http.StatusOK || contentType != "application/vnd.kubernetes.protobuf" {
+			t.Errorf("list as PartialObjectMetadataList: %d %s", code, contentType)
+		}
+	})
+
+	// The kinds have no protobuf encoding: a client that prefers protobuf but accepts JSON (as
+	// Kubernetes components are configured) must get JSON.
+	t.Run("protobuf preferred, JSON accepted", func(t *testing.T) {
+		for _, list := range []bool{false, true} {
+			code, contentType, raw := get(t, "application/vnd.kubernetes.protobuf,application/json", list)
+			if code == http.StatusNotAcceptable {
+				knownBug(t, "GET sandboxes (list=%v) with Accept: application/vnd.kubernetes.protobuf,application/json answers 406 "+
+					"(the server picks protobuf, then cannot encode the type) instead of falling back to JSON: %.120q", list, raw)
+			}
+			if code != http.StatusOK || contentType != "application/json" {
+				t.Errorf("list=%v: %d %s %.100q", list, code, contentType, raw)
+			}
+		}
+	})
+}
