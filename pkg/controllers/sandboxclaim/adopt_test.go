@@ -1,0 +1,420 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+)
+
+var testBucket = warmqueue.Bucket{Namespace: testNS, TemplateRefHash: templateHash}
+
+// failUpdates makes updates of the named sandboxes fail with the error made for them.
+func failUpdates(f *fixture, errFor map[string]func(name string) error) {
+	f.client.PrependReactor("update", "sandboxes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		name := objName(a.(clienttesting.UpdateAction).GetObject())
+		if mk, ok := errFor[name]; ok {
+			return true, nil, mk(name)
+		}
+		return false, nil, nil
+	})
+}
+
+func conflict(name string) error {
+	return apierrors.NewConflict(sandboxesGVR.GroupResource(), name, fmt.Errorf("the object has been modified"))
+}
+
+func notFound(name string) error {
+	return apierrors.NewNotFound(sandboxesGVR.GroupResource(), name)
+}
+
+func TestAdoptWarmMember(t *testing.T) {
+	member := warmMember("fast-pool-abcde", testPool, withRV("42"))
+	claim := newClaim(withExtraMeta(map[string]string{"owner": "alice"}, map[string]string{"cost-center": "1234"}))
+	f := newFixture(t, claim, newTemplate(), member)
+	f.warm(member)
+
+	f.mustSync(testClaim)
+
+	if got, want := f.writes(), []string{"update sandboxes fast-pool-abcde", "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
+		t.Fatalf("writes = %q, want %q", got, want)
+	}
+	up := f.updatedSandboxes()[0]
+	if up.ResourceVersion != "42" {
+		t.Errorf("adoption update carries resourceVersion %q, want the member's 42 (a conditional write)", up.ResourceVersion)
+	}
+	if want := []metav1.OwnerReference{claimOwnerRef(testClaim, testClaimUID)}; !apiequality.Semantic.DeepEqual(up.OwnerReferences, want) {
+		t.Errorf("owner references = %+v, want only the claim as controller %+v", up.OwnerReferences, want)
+	}
+	wantLabels := map[string]string{
+		extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
+		extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
+	}
+	if !apiequality.Semantic.DeepEqual(up.Labels, wantLabels) {
+		t.Errorf("sandbox labels = %v, want %v (warm-pool labels gone, claim-uid on)", up.Labels, wantLabels)
+	}
+	if got := up.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; got != member.Name {
+		t.Errorf("pod-name annotation = %q, want the member's name %q", got, member.Name)
+	}
+	if got := up.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; got != testTemplate {
+		t.Errorf("template-ref annotation = %q, want it kept", got)
+	}
+	wantPodMeta := agentsv1beta1.PodMetadata{
+		Labels: map[string]string{
+			"app": "python", "tier": "sandbox", "owner": "alice",
+			extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
+			extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
+		},
+		Annotations: map[string]string{"team": "ml", "cost-center": "1234"},
+	}
+	if !apiequality.Semantic.DeepEqual(up.Spec.PodTemplate.ObjectMeta, wantPodMeta) {
+		t.Errorf("pod template metadata = %+v, want %+v", up.Spec.PodTemplate.ObjectMeta, wantPodMeta)
+	}
+	if !apiequality.Semantic.DeepEqual(up.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
+		t.Errorf("the running member's pod spec changed: %+v", up.Spec.PodTemplate.Spec)
+	}
+
+	st := f.lastStatus()
+	checkReady(t, st, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+	if st.Status.SandboxStatus.Name != member.Name || !slices.Equal(st.Status.SandboxStatus.PodIPs, []string{"10.0.0.9"}) {
+		t.Errorf("status.sandbox = %+v, want %s with its pod IPs", st.Status.SandboxStatus, member.Name)
+	}
+	events := f.events()
+	if len(events) != 1 || !strings.HasPrefix(events[0], "Normal SandboxAdopted ") || !strings.Contains(events[0], "pool "+testPool) {
+		t.Errorf("events = %q, want one SandboxAdopted naming pool %s", events, testPool)
+	}
+	if n := f.c.warm.Len(testBucket); n != 0 {
+		t.Errorf("warm queue holds %d after the adoption, want 0", n)
+	}
+}
+
+// TestAdoptCandidates is the matrix of which queued members a claim takes.
+func TestAdoptCandidates(t *testing.T) {
+	const otherPool = "other-pool"
+	cases := []struct {
+		name   string
+		policy *extensionsv1beta1.WarmPoolPolicy
+		// queued go through the sandbox handler, in order; cached are only in the cache and API.
+		queued []*agentsv1beta1.Sandbox
+		// forced are put into the bucket directly, as if they had been adoptable when queued.
+		forced     []*agentsv1beta1.Sandbox
+		wantAdopt  string // name of the member adopted; "" for a cold create
+		wantQueued []string
+	}{
+		{
+			name:      "default takes the oldest Ready member",
+			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", testPool), warmMember("m2", otherPool)},
+			wantAdopt: "m1", wantQueued: []string{"m2"},
+		},
+		{
+			name:      "default takes a member controlled by nobody",
+			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", "")},
+			wantAdopt: "m1",
+		},
+		{
+			name:      "a named pool takes only its own members; the others stay queued",
+			policy:    ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
+			queued:    []*agentsv1beta1.Sandbox{warmMember("o1", otherPool), warmMember("m1", testPool), warmMember("o2", otherPool)},
+			wantAdopt: "m1", wantQueued: []string{"o1", "o2"},
+		},
+		{
+			name:       "a named pool with no member of its own creates cold and leaves the others",
+			policy:     ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
+			queued:     []*agentsv1beta1.Sandbox{warmMember("o1", otherPool)},
+			wantQueued: []string{"o1"},
+		},
+		{
+			name:       "none never adopts",
+			policy:     ptr.To(extensionsv1beta1.WarmPoolPolicyNone),
+			queued:     []*agentsv1beta1.Sandbox{warmMember("m1", testPool)},
+			wantQueued: []string{"m1"},
+		},
+		{
+			name:   "a not-Ready member is never queued nor adopted",
+			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
+		},
+		{
+			name:   "a member with no Ready condition is never adopted",
+			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+		},
+		{
+			name:   "a member in another namespace is never adopted",
+			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, inNamespace("elsewhere"))},
+		},
+		{
+			name: "a member of another template is never adopted",
+			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
+			})},
+		},
+		{
+			name:      "a member that turned not-Ready after it was queued is skipped for the next one",
+			forced:    []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, "PodNotReady", "")), warmMember("m2", testPool)},
+			wantAdopt: "m2",
+		},
+		{
+			name:   "a member being deleted after it was queued is skipped",
+			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxDeleting)},
+		},
+		{
+			name:   "a member taken by another claim after it was queued is skipped",
+			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, ownedByClaim("other-claim", "other-claim-uid"))},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := newClaim()
+			claim.Spec.WarmPool = tc.policy
+			f := newFixture(t, claim, newTemplate())
+			for _, sb := range tc.queued {
+				f.add(sb)
+				f.warm(sb)
+			}
+			for _, sb := range tc.forced {
+				f.add(sb)
+				f.c.warm.Add(testBucket, testNS+"/"+sb.Name)
+			}
+
+			f.mustSync(testClaim)
+
+			var adopted []string
+			for _, sb := range f.updatedSandboxes() {
+				adopted = append(adopted, sb.Name)
+			}
+			created := f.createdSandboxes()
+			st := f.lastStatus()
+			reasons := f.eventReasons()
+			if tc.wantAdopt != "" {
+				if !slices.Equal(adopted, []string{tc.wantAdopt}) || len(created) != 0 {
+					t.Fatalf("adopted %q and created %d, want only %s adopted; writes %q", adopted, len(created), tc.wantAdopt, f.writes())
+				}
+				if st.Status.SandboxStatus.Name != tc.wantAdopt {
+					t.Errorf("status.sandbox.name = %q, want %q", st.Status.SandboxStatus.Name, tc.wantAdopt)
+				}
+				checkReady(t, st, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+				if !slices.Equal(reasons, []string{"SandboxAdopted"}) {
+					t.Errorf("events = %q, want SandboxAdopted", reasons)
+				}
+			} else {
+				if len(adopted) != 0 || len(created) != 1 || created[0].Name != testClaim {
+					t.Fatalf("adopted %q and created %d, want one cold sandbox %s; writes %q", adopted, len(created), testClaim, f.writes())
+				}
+				if !slices.Equal(reasons, []string{"SandboxProvisioned"}) {
+					t.Errorf("events = %q, want SandboxProvisioned", reasons)
+				}
+			}
+			var queued []string
+			for range f.c.warm.Len(testBucket) {
+				k, _ := f.c.warm.Pop(testBucket, nil)
+				queued = append(queued, strings.TrimPrefix(k, testNS+"/"))
+			}
+			if !slices.Equal(queued, tc.wantQueued) {
+				t.Errorf("still queued = %q, want %q", queued, tc.wantQueued)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestAdoptWriteFailures: a lost race moves on to the next candidate, then to a cold sandbox;
+// any other failure keeps the candidate for later and reports the error.
+func TestAdoptWriteFailures(t *testing.T) {
+	cases := []struct {
+		name       string
+		members    []string
+		fail       map[string]func(string) error
+		wantAdopt  string
+		wantCreate bool
+		wantErr    bool
+		wantQueued int
+	}{
+		{
+			name: "a conflict on the first candidate adopts the second", members: []string{"m1", "m2"},
+			fail: map[string]func(string) error{"m1": conflict}, wantAdopt: "m2",
+		},
+		{
+			name: "a candidate deleted meanwhile (NotFound) adopts the next", members: []string{"m1", "m2"},
+			fail: map[string]func(string) error{"m1": notFound}, wantAdopt: "m2",
+		},
+		{
+			name: "conflicts on every candidate end in a cold sandbox", members: []string{"m1", "m2"},
+			fail: map[string]func(string) error{"m1": conflict, "m2": conflict}, wantCreate: true,
+		},
+		{
+			name: "a server error keeps the candidate queued and fails the sync", members: []string{"m1", "m2"},
+			fail: map[string]func(string) error{"m1": func(string) error {
+				return apierrors.NewInternalError(fmt.Errorf("etcd unavailable"))
+			}},
+			wantErr: true, wantQueued: 2,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newClaim(), newTemplate())
+			for _, n := range tc.members {
+				m := warmMember(n, testPool)
+				f.add(m)
+				f.warm(m)
+			}
+			failUpdates(f, tc.fail)
+
+			err := f.sync(testClaim)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("sync error = %v, want error: %v", err, tc.wantErr)
+			}
+			// Every attempt is one update; the successful one is the last.
+			attempts := f.updatedSandboxes()
+			created := f.createdSandboxes()
+			st := f.lastStatus()
+			switch {
+			case tc.wantAdopt != "":
+				if len(attempts) == 0 || attempts[len(attempts)-1].Name != tc.wantAdopt || len(created) != 0 {
+					t.Fatalf("writes %q, want %s adopted and nothing created", f.writes(), tc.wantAdopt)
+				}
+				if st.Status.SandboxStatus.Name != tc.wantAdopt {
+					t.Errorf("status.sandbox.name = %q, want %q", st.Status.SandboxStatus.Name, tc.wantAdopt)
+				}
+			case tc.wantCreate:
+				if len(created) != 1 || created[0].Name != testClaim {
+					t.Fatalf("writes %q, want a cold sandbox %s", f.writes(), testClaim)
+				}
+				if len(attempts) != len(tc.members) {
+					t.Errorf("%d adoption attempts, want one per member (%d)", len(attempts), len(tc.members))
+				}
+			case tc.wantErr:
+				if len(created) != 0 {
+					t.Errorf("created %d sandboxes after a server error, want none", len(created))
+				}
+				checkReady(t, st, metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError, "Error seen: *")
+			}
+			if n := f.c.warm.Len(testBucket); n != tc.wantQueued {
+				t.Errorf("warm queue holds %d, want %d", n, tc.wantQueued)
+			}
+		})
+	}
+}
+
+// TestAdoptRefusesEnv: a claim with env cannot take a running member, whatever pool it names.
+func TestAdoptRefusesEnv(t *testing.T) {
+	for _, policy := range []*extensionsv1beta1.WarmPoolPolicy{nil, ptr.To(extensionsv1beta1.WarmPoolPolicyDefault), ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool))} {
+		name := "unset"
+		if policy != nil {
+			name = string(*policy)
+		}
+		t.Run(name, func(t *testing.T) {
+			claim := newClaim(withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"}))
+			claim.Spec.WarmPool = policy
+			member := warmMember("m1", testPool)
+			f := newFixture(t, claim, newTemplate(envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)), member)
+			f.warm(member)
+
+			if err := f.sync(testClaim); err != nil {
+				t.Fatalf("sync: %v (only a change of the claim can fix this; no retry)", err)
+			}
+			if got := f.writes(); !slices.Equal(got, []string{"update sandboxclaims/status " + testClaim}) {
+				t.Errorf("writes = %q, want only the status", got)
+			}
+			checkReady(t, f.lastStatus(), metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError,
+				`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none"*`)
+			if n := f.c.warm.Len(testBucket); n != 1 {
+				t.Errorf("warm queue holds %d, want the member kept (1)", n)
+			}
+		})
+	}
+}
+
+// TestAdoptionExclusivity: N claims racing for M<N members end with M adoptions of distinct
+// members and N-M cold sandboxes, every sandbox controlled by exactly one claim.
+func TestAdoptionExclusivity(t *testing.T) {
+	for _, nm := range [][2]int{{3, 2}, {5, 3}, {4, 1}, {2, 0}} {
+		n, m := nm[0], nm[1]
+		t.Run(fmt.Sprintf("%d claims %d members", n, m), func(t *testing.T) {
+			f := newFixture(t, newTemplate())
+			var claims []*extensionsv1beta1.SandboxClaim
+			for i := range n {
+				c := newClaim(named(fmt.Sprintf("claim-%d", i), types.UID(fmt.Sprintf("claim-uid-%d", i))))
+				claims = append(claims, c)
+				f.add(c)
+			}
+			for i := range m {
+				sb := warmMember(fmt.Sprintf("fast-pool-%d", i), testPool)
+				f.add(sb)
+				f.warm(sb)
+			}
+			for _, c := range claims {
+				f.mustSync(c.Name)
+			}
+
+			adopted := map[string]bool{}
+			for _, sb := range f.updatedSandboxes() {
+				if adopted[sb.Name] {
+					t.Errorf("member %s adopted twice", sb.Name)
+				}
+				adopted[sb.Name] = true
+			}
+			if len(adopted) != m {
+				t.Errorf("%d members adopted, want %d", len(adopted), m)
+			}
+			created := f.createdSandboxes()
+			if len(created) != n-m {
+				t.Errorf("%d cold sandboxes, want %d", len(created), n-m)
+			}
+			for _, sb := range created {
+				if !strings.HasPrefix(sb.Name, "claim-") {
+					t.Errorf("cold sandbox %s is not named after its claim", sb.Name)
+				}
+			}
+
+			list, err := f.client.AgentsV1beta1().Sandboxes(testNS).List(context.Background(), metav1.ListOptions{})
+			f.must(err)
+			if len(list.Items) != n {
+				t.Errorf("%d sandboxes in the cluster, want %d", len(list.Items), n)
+			}
+			perClaim := map[types.UID]int{}
+			for i := range list.Items {
+				ref := metav1.GetControllerOf(&list.Items[i])
+				if ref == nil || ref.Kind != "SandboxClaim" {
+					t.Errorf("sandbox %s is controlled by %v, want a claim", list.Items[i].Name, ref)
+					continue
+				}
+				perClaim[ref.UID]++
+			}
+			for _, c := range claims {
+				if perClaim[c.UID] != 1 {
+					t.Errorf("claim %s controls %d sandboxes, want 1", c.Name, perClaim[c.UID])
+				}
+			}
+			// Each claim's status names its own sandbox, and no two name the same.
+			seen := map[string]string{}
+			for _, st := range f.statusWrites() {
+				if prev, ok := seen[st.Status.SandboxStatus.Name]; ok && prev != st.Name {
+					t.Errorf("claims %s and %s both report sandbox %s", prev, st.Name, st.Status.SandboxStatus.Name)
+				}
+				seen[st.Status.SandboxStatus.Name] = st.Name
+			}
+			if len(seen) != n {
+				t.Errorf("%d distinct sandboxes in claim statuses, want %d", len(seen), n)
+			}
+		})
+	}
+}
