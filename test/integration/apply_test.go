@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	agentsalphaac "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/applyconfiguration/agents/v1alpha1"
 	agentsac "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/applyconfiguration/agents/v1beta1"
 	extac "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/applyconfiguration/extensions/v1beta1"
 )
@@ -120,6 +121,29 @@ func TestServerSideApply(t *testing.T) {
 		// a still owns the pod template, so its next apply of replicas 1 conflicts with b now.
 		if _, err := sandboxes.Apply(ctx, sandboxApply(ns, "owned", 1), metav1.ApplyOptions{FieldManager: "a"}); !apierrors.IsConflict(err) {
 			t.Errorf("apply by a after b took replicas: want 409 Conflict, got %v", err)
+		}
+	})
+
+	t.Run("ownership holds across versions", func(t *testing.T) {
+		ctx := testContext(t)
+		if _, err := s.Client.AgentsV1beta1().Sandboxes(ns).Apply(ctx, sandboxApply(ns, "versions", 1), metav1.ApplyOptions{FieldManager: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		b := agentsalphaac.Sandbox("versions", ns).WithSpec(agentsalphaac.SandboxSpec().WithReplicas(0))
+		alpha := s.Client.AgentsV1alpha1().Sandboxes(ns)
+		if _, err := alpha.Apply(ctx, b, metav1.ApplyOptions{FieldManager: "b"}); !apierrors.IsConflict(err) {
+			t.Fatalf("v1alpha1 apply of a field a owns through v1beta1: want 409 Conflict, got %v", err)
+		}
+		got, err := alpha.Apply(ctx, b, metav1.ApplyOptions{FieldManager: "b", Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := map[string]string{}
+		for _, f := range got.ManagedFields {
+			versions[f.Manager] = f.APIVersion
+		}
+		if versions["a"] != "agents.x-k8s.io/v1beta1" || versions["b"] != "agents.x-k8s.io/v1alpha1" {
+			t.Errorf("managedFields versions %v", versions)
 		}
 	})
 

@@ -244,6 +244,18 @@ func TestValidation(t *testing.T) {
 		}
 	})
 
+	t.Run("Sandbox update of the volume claim templates", func(t *testing.T) {
+		ctx := testContext(t)
+		sandboxes := s.Client.AgentsV1beta1().Sandboxes(ns)
+		sb, err := sandboxes.Create(ctx, richSandbox(ns, "with-volumes"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.Spec.VolumeClaimTemplates[0].Labels = map[string]string{"disk": "slow"}
+		_, err = sandboxes.Update(ctx, sb, metav1.UpdateOptions{})
+		expectInvalid(t, err, "spec.volumeClaimTemplates")
+	})
+
 	t.Run("SandboxClaim update of an immutable field", func(t *testing.T) {
 		ctx := testContext(t)
 		claims := s.Client.ExtensionsV1beta1().SandboxClaims(ns)
