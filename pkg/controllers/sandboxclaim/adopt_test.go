@@ -119,6 +119,7 @@ func TestAdoptCandidates(t *testing.T) {
 		forced     []*agentsv1beta1.Sandbox
 		wantAdopt  string // name of the member adopted; "" for a cold create
 		wantQueued []string
+		bug        string // a known bug that makes the row fail
 	}{
 		{
 			name:      "default takes the oldest Ready member",
@@ -176,6 +177,17 @@ func TestAdoptCandidates(t *testing.T) {
 			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxDeleting)},
 		},
 		{
+			// The informer updates its cache before the handler moves the key to its new bucket,
+			// so a worker can pop the stale key in between.
+			name: "a member relabelled to another template after it was queued is skipped",
+			bug: "adopt() checks adoptableBucket(candidate) but ignores the bucket it returns: a queued key whose " +
+				"sandbox now carries another template's hash is adopted, and takeOver relabels it as the claim's template " +
+				"although its pod spec is the other template's",
+			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
+			})},
+		},
+		{
 			name:   "a member taken by another claim after it was queued is skipped",
 			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, ownedByClaim("other-claim", "other-claim-uid"))},
 		},
@@ -215,6 +227,9 @@ func TestAdoptCandidates(t *testing.T) {
 					t.Errorf("events = %q, want SandboxAdopted", reasons)
 				}
 			} else {
+				if len(adopted) != 0 && tc.bug != "" {
+					knownBug(t, "%s (adopted %q)", tc.bug, adopted)
+				}
 				if len(adopted) != 0 || len(created) != 1 || created[0].Name != testClaim {
 					t.Fatalf("adopted %q and created %d, want one cold sandbox %s; writes %q", adopted, len(created), testClaim, f.writes())
 				}
