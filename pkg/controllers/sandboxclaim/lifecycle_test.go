@@ -334,3 +334,48 @@ func TestFinalizerUpdateConflictIsRetriedLater(t *testing.T) {
 		t.Fatalf("sync: %v, want nil on a conflict", err)
 	}
 }
+
+// TestFinalizeStaleSandboxCache: a claim deleted right after its sandbox was made or adopted may
+// be finalized before the sandbox cache shows the sandbox as the claim's. Nothing garbage-collects
+// the aggregated API, so if the finalizer goes without the sandbox, the sandbox stays forever.
+func TestFinalizeStaleSandboxCache(t *testing.T) {
+	cases := []struct {
+		name   string
+		claim  *extensionsv1beta1.SandboxClaim
+		api    *agentsv1beta1.Sandbox // the sandbox as the API has it
+		cached *agentsv1beta1.Sandbox // as the cache still has it; nil for not at all
+	}{
+		{
+			name:  "cold sandbox not in the cache yet",
+			claim: newClaim(claimDeleting),
+			api:   newSandbox(testClaim, ownedByClaim(testClaim, testClaimUID)),
+		},
+		{
+			name: "adopted member still the pool's in the cache",
+			claim: newClaim(claimDeleting, withClaimStatus(extensionsv1beta1.SandboxClaimStatus{
+				SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "m1"}})),
+			api:    warmMember("m1", "", ownedByClaim(testClaim, testClaimUID)),
+			cached: warmMember("m1", testPool),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.claim, newTemplate())
+			f.addAPI(tc.api)
+			if tc.cached != nil {
+				f.addCache(tc.cached)
+			}
+			f.mustSync(testClaim)
+			deleted := f.deletes("sandboxes")[tc.api.Name] != ""
+			released := false
+			for _, c := range f.updatedClaims() {
+				released = released || !slices.Contains(c.Finalizers, extensionsv1beta1.ClaimSandboxFinalizer)
+			}
+			if released && !deleted {
+				knownBug(t, "finalize looks for owned sandboxes in the cache only (byController index): the finalizer "+
+					"is removed while sandbox %s, controlled by the claim in the API, is neither deleted nor waited for; "+
+					"it is left behind (writes %q)", tc.api.Name, f.writes())
+			}
+		})
+	}
+}
