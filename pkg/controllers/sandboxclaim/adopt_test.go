@@ -466,3 +466,33 @@ func TestAdoptStaleSandboxCache(t *testing.T) {
 			"claim then %q: a second sandbox for one claim (writes %q)", others, f.writes())
 	}
 }
+
+// TestAdoptWithoutTemplate: adoption needs only the template's name (the bucket is its hash), so
+// per the seeds a Ready member is adopted even when the template is gone, its pod metadata then
+// based on the member's own (seed 002, "SandboxClaim Reconciler": "A missing-template fallback
+// merges directly into the existing sandbox's pod template"; seed 003: the template is fetched
+// only to create from scratch or to merge metadata).
+func TestAdoptWithoutTemplate(t *testing.T) {
+	m1 := warmMember("m1", testPool)
+	f := newFixture(t, newClaim(withExtraMeta(map[string]string{"owner": "alice"}, nil)), m1)
+	f.warm(m1)
+	f.mustSync(testClaim)
+
+	ups := f.updatedSandboxes()
+	if len(ups) == 0 {
+		knownBug(t, "with the template gone, reconcileActive reports TemplateNotFound before trying the warm queue; "+
+			"a Ready member of the template waits unused (Ready %+v)", readyOf(t, f.lastStatus()))
+	}
+	if len(ups) != 1 || ups[0].Name != "m1" || len(f.createdSandboxes()) != 0 {
+		t.Fatalf("writes = %q, want m1 adopted", f.writes())
+	}
+	want := agentsv1beta1.PodMetadata{
+		Labels: map[string]string{"app": "python", "tier": "sandbox", "owner": "alice",
+			extensionsv1beta1.SandboxIDLabel: string(testClaimUID), extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash},
+		Annotations: map[string]string{"team": "ml"},
+	}
+	if !apiequality.Semantic.DeepEqual(ups[0].Spec.PodTemplate.ObjectMeta, want) {
+		t.Errorf("pod metadata = %+v, want %+v", ups[0].Spec.PodTemplate.ObjectMeta, want)
+	}
+	checkReady(t, f.lastStatus(), metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+}
