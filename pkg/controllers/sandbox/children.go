@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -36,8 +37,13 @@ func podName(sb *agentsv1beta1.Sandbox) string {
 // reconcileChildren creates, adopts or deletes the PVCs, pod and Service of a live Sandbox.
 func (c *Controller) reconcileChildren(ctx context.Context, sb *agentsv1beta1.Sandbox) (children, error) {
 	var state children
-	// Claims first: the pod mounts them.
+	// Claims first: the pod mounts them. Without them no pod is made, but status still reports
+	// the pod and Service that exist.
 	if err := c.reconcilePVCs(ctx, sb); err != nil {
+		state.pod, _ = c.currentPod(sb)
+		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sb.UID) != ownership.OwnedByOther {
+			state.service = svc
+		}
 		return state, err
 	}
 	pod, err := c.reconcilePod(ctx, sb)
@@ -116,7 +122,8 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 		return nil, err
 	}
 	reason, msg := "PodCreated", "Created pod "+created.Name
-	if len(sb.Status.Conditions) > 0 && sb.Status.Replicas == 0 {
+	// The status is still the one of the last pass: a Suspended condition means it was suspended.
+	if meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionSuspended)) != nil {
 		reason, msg = "Resumed", "Created pod "+created.Name+" again"
 	}
 	c.events.Event(sb, corev1.EventTypeNormal, reason, msg)
@@ -181,7 +188,9 @@ func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, 
 		}
 	}
 	for k, v := range tmpl.Labels {
-		set(&obj.Labels, k, v)
+		if k != agentsv1beta1.SandboxNameHashLabel { // the hash always wins
+			set(&obj.Labels, k, v)
+		}
 	}
 	for k, v := range tmpl.Annotations {
 		set(&obj.Annotations, k, v)

@@ -262,9 +262,6 @@ func TestStatusWithChildErrorBeforeThePod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Skip("BUG: when reconcilePVCs fails, reconcileChildren returns before reconcilePod, so " +
-				"computeStatus sees no pod: status.replicas 0 and podIPs cleared while the pod runs, and with " +
-				"replicas 0 Ready says \"Sandbox is suspended\" and Suspended=True/PodTerminated although the pod exists")
 			f := newFixture(t, world{sandbox: tc.sandbox, cached: []runtime.Object{
 				newPVC("data", ownedByOther), newPod(testName, owned, readyPod("10.0.0.5"))}})
 			if err := f.sync(); err == nil {
@@ -287,8 +284,6 @@ func TestStatusWithChildErrorBeforeThePod(t *testing.T) {
 // TestCreateAfterFailedCreateIsNotResumed: a pod created for the first time, after a first attempt
 // failed, is reported as PodCreated, not as a resume.
 func TestCreateAfterFailedCreateIsNotResumed(t *testing.T) {
-	t.Skip("BUG: createPod reports Resumed (\"Created pod sb again\") whenever the status has conditions and " +
-		"replicas 0, which is also the status left by a failed first create (Ready=False ReconcilerError)")
 	calls := 0
 	f := newFixture(t, world{sandbox: newSandbox(), reactors: func(kube *kubefake.Clientset, _ *agentsfake.Clientset) {
 		kube.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
