@@ -8,6 +8,7 @@ package fromtemplate
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,14 +38,15 @@ func ApplySecureDefaults(t *extensionsv1beta1.SandboxTemplate, spec *corev1.PodS
 	}
 	if SecureByDefault(t) && spec.DNSPolicy == "" {
 		spec.DNSPolicy = corev1.DNSNone
-		spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: PublicResolvers}
+		spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: slices.Clone(PublicResolvers)}
 	}
 }
 
-// PodTemplateHash identifies a revision of the template's pod template; warm members built from
-// an older one are stale.
+// PodTemplateHash identifies a revision of the template's pod spec; warm members built from an
+// older one are stale. Pod labels and annotations are left out: changing them alone does not make
+// members stale.
 func PodTemplateHash(t *extensionsv1beta1.SandboxTemplate) (string, error) {
-	b, err := json.Marshal(t.Spec.PodTemplate)
+	b, err := json.Marshal(t.Spec.PodTemplate.Spec)
 	if err != nil {
 		return "", err
 	}
@@ -65,7 +67,7 @@ func NewSandbox(t *extensionsv1beta1.SandboxTemplate) *agentsv1beta1.Sandbox {
 		Spec: agentsv1beta1.SandboxSpec{
 			PodTemplate: *t.Spec.PodTemplate.DeepCopy(),
 			Replicas:    ptr.To[int32](1),
-			Service:     t.Spec.Service,
+			Service:     ptrCopy(t.Spec.Service),
 			Lifecycle:   agentsv1beta1.Lifecycle{ShutdownPolicy: ptr.To(agentsv1beta1.ShutdownPolicyRetain)},
 		},
 	}
@@ -80,4 +82,11 @@ func NewSandbox(t *extensionsv1beta1.SandboxTemplate) *agentsv1beta1.Sandbox {
 	meta.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = refHash
 	ApplySecureDefaults(t, &sb.Spec.PodTemplate.Spec)
 	return sb
+}
+
+func ptrCopy[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
 }

@@ -119,7 +119,6 @@ func TestAdoptCandidates(t *testing.T) {
 		forced     []*agentsv1beta1.Sandbox
 		wantAdopt  string // name of the member adopted; "" for a cold create
 		wantQueued []string
-		bug        string // a known bug that makes the row fail
 	}{
 		{
 			name:      "default takes the oldest Ready member",
@@ -180,9 +179,6 @@ func TestAdoptCandidates(t *testing.T) {
 			// The informer updates its cache before the handler moves the key to its new bucket,
 			// so a worker can pop the stale key in between.
 			name: "a member relabelled to another template after it was queued is skipped",
-			bug: "adopt() checks adoptableBucket(candidate) but ignores the bucket it returns: a queued key whose " +
-				"sandbox now carries another template's hash is adopted, and takeOver relabels it as the claim's template " +
-				"although its pod spec is the other template's",
 			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
 				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
 			})},
@@ -227,9 +223,6 @@ func TestAdoptCandidates(t *testing.T) {
 					t.Errorf("events = %q, want SandboxAdopted", reasons)
 				}
 			} else {
-				if len(adopted) != 0 && tc.bug != "" {
-					knownBug(t, "%s (adopted %q)", tc.bug, adopted)
-				}
 				if len(adopted) != 0 || len(created) != 1 || created[0].Name != testClaim {
 					t.Fatalf("adopted %q and created %d, want one cold sandbox %s; writes %q", adopted, len(created), testClaim, f.writes())
 				}
@@ -462,7 +455,7 @@ func TestAdoptStaleSandboxCache(t *testing.T) {
 		others = append(others, "created "+sb.Name)
 	}
 	if len(others) > 0 {
-		knownBug(t, "findSandbox skips status.sandbox.name=m1 because the cached m1 is still pool-controlled, and the "+
+		t.Fatalf("findSandbox skips status.sandbox.name=m1 because the cached m1 is still pool-controlled, and the "+
 			"claim then %q: a second sandbox for one claim (writes %q)", others, f.writes())
 	}
 }
@@ -480,7 +473,7 @@ func TestAdoptWithoutTemplate(t *testing.T) {
 
 	ups := f.updatedSandboxes()
 	if len(ups) == 0 {
-		knownBug(t, "with the template gone, reconcileActive reports TemplateNotFound before trying the warm queue; "+
+		t.Fatalf("with the template gone, reconcileActive reports TemplateNotFound before trying the warm queue; "+
 			"a Ready member of the template waits unused (Ready %+v)", readyOf(t, f.lastStatus()))
 	}
 	if len(ups) != 1 || ups[0].Name != "m1" || len(f.createdSandboxes()) != 0 {

@@ -585,14 +585,6 @@ func checkReady(t *testing.T, c *extensionsv1beta1.SandboxClaim, status metav1.C
 	}
 }
 
-// knownBug skips the rest of a test whose check just failed because of a bug in the controller
-// reported to its owners. Once the bug is fixed the check passes and the test runs on; meanwhile
-// the skip message (go test -v) says what is wrong.
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	t.Skipf("BUG: "+format, args...)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

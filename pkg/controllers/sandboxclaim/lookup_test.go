@@ -4,6 +4,7 @@
 package sandboxclaim
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -120,7 +121,7 @@ func TestFindSandboxOrder(t *testing.T) {
 				objs = append(objs, sb)
 			}
 			f := newFixture(t, objs...)
-			got, err := f.c.findSandbox(claim)
+			got, err := f.c.findSandbox(context.Background(), claim)
 			if tc.wantErr != nil {
 				var ce *claimError
 				if !errors.As(err, &ce) || ce.reason != extensionsv1beta1.ClaimReasonReconcilerError {

@@ -28,8 +28,12 @@ const maxAdoptionAttempts = 16
 // carries the candidate's resourceVersion, so of all the claims (or pool deletions) racing for
 // one sandbox exactly one succeeds and the others move on. The pod keeps running. It returns nil
 // when no candidate was left.
+//
+// Only the template's name is needed: without the template (deleted since) the member's own pod
+// metadata is the base, as the seeds do.
 func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy) (*agentsv1beta1.Sandbox, error) {
-	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(template.Name)}
+	templateName := claim.Spec.TemplateRef.Name
+	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(templateName)}
 	var accept func(string) bool
 	if policy != extensionsv1beta1.WarmPoolPolicyDefault {
 		poolHash := naming.NameHash(string(policy))
@@ -50,7 +54,8 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 		if err != nil {
 			continue // gone since it was queued
 		}
-		if _, ok := adoptableBucket(candidate); !ok {
+		if b, ok := adoptableBucket(candidate); !ok || b != bucket {
+			// Changed since it was queued (the cache is ahead of the queue's handler).
 			continue
 		}
 		adopted, err := c.takeOver(ctx, claim, template, candidate)
@@ -68,7 +73,7 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 			pool = ref.Name
 		}
 		c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
-		metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchWarm, pool, "ready").Inc()
+		metrics.ClaimCreations.WithLabelValues(claim.Namespace, templateName, metrics.LaunchWarm, pool, "ready").Inc()
 		return adopted, nil
 	}
 	return nil, nil
@@ -88,7 +93,7 @@ func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.Sand
 		delete(sb.Labels, k)
 	}
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
-	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(template.Name)
+	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(claim.Spec.TemplateRef.Name)
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
 	if sb.Annotations == nil {
 		sb.Annotations = map[string]string{}

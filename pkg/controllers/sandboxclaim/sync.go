@@ -83,7 +83,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // reconcileActive finds or makes the claim's sandbox and keeps its pod metadata in line.
 func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
-	sb, err := c.findSandbox(claim)
+	sb, err := c.findSandbox(ctx, claim)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +100,10 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		}
 		return c.syncPodMetadata(ctx, claim, template, sb)
 	}
-	if template == nil {
-		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
-	}
-	if _, err := desiredPodMetadata(claim, template, nil); err != nil {
-		return nil, err
+	if template != nil {
+		if _, err := desiredPodMetadata(claim, template, nil); err != nil {
+			return nil, err
+		}
 	}
 	policy := warmPoolPolicy(claim)
 	if policy != extensionsv1beta1.WarmPoolPolicyNone {
@@ -116,12 +115,17 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 			return sb, err
 		}
 	}
+	if template == nil {
+		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
+	}
 	return c.createSandbox(ctx, claim, template)
 }
 
 // findSandbox looks for the claim's sandbox by its status, by the assignment label, by the
 // controller index, then by the claim's own name; a sandbox found must be controlled by the claim.
-func (c *Controller) findSandbox(claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
+// The two watches have no order between them, so a status naming a sandbox the cache does not
+// yet show as the claim's is checked against the API before anything new is made.
+func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
 	lister := c.sandboxes.Sandboxes(claim.Namespace)
 	for _, name := range []string{claim.Status.SandboxStatus.Name, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel]} {
 		if name == "" {
@@ -129,6 +133,13 @@ func (c *Controller) findSandbox(claim *extensionsv1beta1.SandboxClaim) (*agents
 		}
 		if sb, err := lister.Get(name); err == nil && metav1.IsControlledBy(sb, claim) {
 			return sb, nil
+		}
+		live, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && metav1.IsControlledBy(live, claim) {
+			return live, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
 		}
 	}
 	if owned := c.ownedSandboxes(claim.UID); len(owned) > 0 {
@@ -175,7 +186,7 @@ func (c *Controller) reconcileExpired(ctx context.Context, claim *extensionsv1be
 	if ready == nil || ready.Reason != extensionsv1beta1.ClaimReasonClaimExpired {
 		c.events.Event(claim, corev1.EventTypeNormal, "ClaimExpired", "Claim expired; deleting its sandbox and keeping the claim")
 	}
-	sb, err := c.findSandbox(claim)
+	sb, err := c.findSandbox(ctx, claim)
 	if sb == nil || err != nil {
 		return nil, nil
 	}
@@ -196,6 +207,14 @@ func (c *Controller) finalize(ctx context.Context, claim *extensionsv1beta1.Sand
 	}
 	c.firstObservedAt.Delete(claim.UID)
 	owned := c.ownedSandboxes(claim.UID)
+	if len(owned) == 0 {
+		// Nothing collects our API's garbage: before letting the claim go, ask the API about the
+		// sandboxes it may have that the cache has not shown yet.
+		var err error
+		if owned, err = c.liveOwnedSandboxes(ctx, claim); err != nil {
+			return err
+		}
+	}
 	for _, sb := range owned {
 		if sb.DeletionTimestamp != nil {
 			continue
@@ -211,6 +230,30 @@ func (c *Controller) finalize(ctx context.Context, claim *extensionsv1beta1.Sand
 		return nil // the sandbox's deletion event brings the claim back here
 	}
 	return c.setFinalizer(ctx, claim, false)
+}
+
+// liveOwnedSandboxes reads from the API the sandboxes the claim may control: the one its status or
+// assignment label names, and the one named after it.
+func (c *Controller) liveOwnedSandboxes(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) ([]*agentsv1beta1.Sandbox, error) {
+	var out []*agentsv1beta1.Sandbox
+	seen := map[string]bool{"": true}
+	for _, name := range []string{claim.Status.SandboxStatus.Name, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel], claim.Name} {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		sb, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if metav1.IsControlledBy(sb, claim) {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
 }
 
 func (c *Controller) setFinalizer(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, present bool) error {
