@@ -112,6 +112,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	for _, g := range groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, Scheme, ParameterCodec, Codecs)
+		info.NegotiatedSerializer = NegotiatedSerializer
 		// Every version serves the same storage: objects are converted through the internal types.
 		for _, gv := range g.versions {
 			info.VersionedResourcesStorageMap[gv.Version] = g.resources

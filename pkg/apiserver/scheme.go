@@ -48,3 +48,22 @@ func init() {
 		&metav1.APIResourceList{},
 	)
 }
+
+// NegotiatedSerializer is what the server speaks: JSON and YAML. The types have no protobuf
+// encoding, so protobuf is not offered, and a client that prefers it but also accepts JSON (as
+// kube-controller-manager's namespace and garbage collectors do) gets JSON instead of a 406.
+var NegotiatedSerializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
+
+type withoutProtobuf struct {
+	serializer.CodecFactory
+}
+
+func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range s.CodecFactory.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
+}

@@ -186,10 +186,3 @@ func int32Of(p *int32) int32 {
 	return *p
 }
 
-// knownBug skips the rest of a test whose check just failed because of a server bug reported to
-// the owners of the server code. Once the bug is fixed the check passes and the test runs on, so
-// nothing needs to change here; the skip message says what is wrong meanwhile (go test -v).
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	t.Skipf("KNOWN SERVER BUG (reported, not fixed yet): "+format, args...)
-}

@@ -96,6 +96,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	}
 
 	config := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	config.Serializer = apiserver.NegotiatedSerializer
 	config.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -133,9 +132,4 @@ func (c *Controller) enqueueOwner(obj any) {
 		return
 	}
 	c.loop.Queue.Add(child.GetNamespace() + "/" + ref.Name)
-}
-
-// podPhaseDone says whether a pod will not run again.
-func podPhaseDone(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

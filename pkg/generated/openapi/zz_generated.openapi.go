@@ -495,7 +495,7 @@ func schema_pkg_apis_agents_v1alpha1_Lifecycle(ref common.ReferenceCallback) com
 				Properties: map[string]spec.Schema{
 					"shutdownTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.",
+							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means the Sandbox never expires.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -757,7 +757,7 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					},
 					"shutdownTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.",
+							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means the Sandbox never expires.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -938,7 +938,7 @@ func schema_pkg_apis_agents_v1beta1_Lifecycle(ref common.ReferenceCallback) comm
 				Properties: map[string]spec.Schema{
 					"shutdownTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.",
+							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means the Sandbox never expires.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -1200,7 +1200,7 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					},
 					"shutdownTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.",
+							Description: "shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means the Sandbox never expires.",
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},

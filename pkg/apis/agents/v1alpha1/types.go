@@ -102,8 +102,9 @@ type PersistentVolumeClaimTemplate struct {
 
 // Lifecycle holds the expiry settings of a Sandbox.
 type Lifecycle struct {
-	// shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and
-	// PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.
+	// shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service
+	// are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means
+	// the Sandbox never expires.
 	// +optional
 	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
 

@@ -11,8 +11,8 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/labels"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -69,7 +69,7 @@ func ValidateSandboxStatusUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 		allErrs = append(allErrs, field.Invalid(statusPath.Child("replicas"), st.Replicas, utilvalidation.InclusiveRangeError(0, 1)))
 	}
 	allErrs = append(allErrs, metav1validation.ValidateConditions(st.Conditions, statusPath.Child("conditions"))...)
-	allErrs = append(allErrs, validateSelectorString(st.LabelSelector, statusPath.Child("selector"))...)
+	allErrs = append(allErrs, ValidateSelectorString(st.LabelSelector, statusPath.Child("selector"))...)
 	allErrs = append(allErrs, ValidatePodIPs(st.PodIPs, statusPath.Child("podIPs"))...)
 	return allErrs
 }
@@ -95,13 +95,14 @@ func validateSandboxSpec(spec *agents.SandboxSpec, name string, fldPath *field.P
 	return allErrs
 }
 
-// validateSelectorString checks a label selector written in its string form, as status.selector
-// is for the scale subresource.
-func validateSelectorString(selector string, fldPath *field.Path) field.ErrorList {
+// ValidateSelectorString checks a label selector written in its string form, as status.selector
+// is for the scale subresource: it must convert to a structured LabelSelector (so no != or
+// numeric operators), since that is what the scale subresource serves.
+func ValidateSelectorString(selector string, fldPath *field.Path) field.ErrorList {
 	if selector == "" {
 		return nil
 	}
-	if _, err := labels.Parse(selector); err != nil {
+	if _, err := metav1.ParseToLabelSelector(selector); err != nil {
 		return field.ErrorList{field.Invalid(fldPath, selector, err.Error())}
 	}
 	return nil

@@ -7,9 +7,10 @@ import (
 	"slices"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/labels"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	agentsvalidation "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 )
 
@@ -46,11 +47,7 @@ func ValidateSandboxWarmPoolStatusUpdate(newP, oldP *extensions.SandboxWarmPool)
 	st := &newP.Status
 	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.Replicas), statusPath.Child("replicas"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.ReadyReplicas), statusPath.Child("readyReplicas"))...)
-	if st.Selector != "" {
-		if _, err := labels.Parse(st.Selector); err != nil {
-			allErrs = append(allErrs, field.Invalid(statusPath.Child("selector"), st.Selector, err.Error()))
-		}
-	}
+	allErrs = append(allErrs, agentsvalidation.ValidateSelectorString(st.Selector, statusPath.Child("selector"))...)
 	return allErrs
 }
 

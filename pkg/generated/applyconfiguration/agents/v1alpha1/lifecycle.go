@@ -15,8 +15,9 @@ import (
 //
 // Lifecycle holds the expiry settings of a Sandbox.
 type LifecycleApplyConfiguration struct {
-	// shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod, Service and
-	// PersistentVolumeClaims are deleted then. Unset means the Sandbox never expires.
+	// shutdownTime is the absolute time (RFC 3339) at which the Sandbox expires. Its Pod and Service
+	// are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means
+	// the Sandbox never expires.
 	ShutdownTime *v1.Time `json:"shutdownTime,omitempty"`
 	// shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it,
 	// Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying
