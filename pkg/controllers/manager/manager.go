@@ -25,9 +25,12 @@ import (
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxtemplate"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxwarmpool"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
@@ -107,6 +110,9 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
+	// The templates' NetworkPolicies carry the template-ref hash label.
+	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -132,6 +138,35 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
 	}
+	if o.Enabled(sandboxtemplate.Name) {
+		ctrl, err := sandboxtemplate.New(sandboxtemplate.Config{
+			Kube:            kube,
+			Client:          client,
+			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
+			NetworkPolicies: policies.Networking().V1().NetworkPolicies(),
+			Events:          recorder,
+			Workers:         o.TemplateWorkers,
+		})
+		if err != nil {
+			return fmt.Errorf("sandboxtemplate controller: %w", err)
+		}
+		wg.Go(func() { ctrl.Run(ctx) })
+	}
+	if o.Enabled(sandboxwarmpool.Name) {
+		ctrl, err := sandboxwarmpool.New(sandboxwarmpool.Config{
+			Client:       client,
+			Pools:        ours.Extensions().V1beta1().SandboxWarmPools(),
+			Templates:    ours.Extensions().V1beta1().SandboxTemplates(),
+			Sandboxes:    ours.Agents().V1beta1().Sandboxes(),
+			Events:       recorder,
+			Workers:      o.WarmPoolWorkers,
+			MaxBatchSize: o.WarmPoolMaxBatchSize,
+		})
+		if err != nil {
+			return fmt.Errorf("sandboxwarmpool controller: %w", err)
+		}
+		wg.Go(func() { ctrl.Run(ctx) })
+	}
 	if o.Enabled(sandboxclaim.Name) {
 		ctrl, err := sandboxclaim.New(sandboxclaim.Config{
 			Client:    client,
@@ -148,10 +183,12 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	}
 	metrics.RegisterSandboxCollector(ours.Agents().V1beta1().Sandboxes().Lister())
 	defer metrics.RegisterSandboxCollector(nil)
-	children.Start(ctx.Done())
-	ours.Start(ctx.Done())
+	for _, f := range []interface{ Start(<-chan struct{}) }{children, policies, ours} {
+		f.Start(ctx.Done())
+	}
 	wg.Wait()
 	children.Shutdown()
+	policies.Shutdown()
 	ours.Shutdown()
 	return nil
 }

@@ -47,8 +47,8 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		Controllers:          []string{"*"},
-		SandboxWorkers:       16,
-		ClaimWorkers:         16,
+		SandboxWorkers:       32,
+		ClaimWorkers:         32,
 		WarmPoolWorkers:      4,
 		TemplateWorkers:      2,
 		WarmPoolMaxBatchSize: 300,

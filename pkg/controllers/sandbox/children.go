@@ -121,6 +121,9 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating pod %s: %v", pod.Name, err)
 		return nil, err
 	}
+	if c.firstStatusDelay > 0 {
+		c.podStarting.Store(sb.Namespace+"/"+sb.Name, c.now().Add(c.firstStatusDelay))
+	}
 	reason, msg := "PodCreated", "Created pod "+created.Name
 	// The status is still the one of the last pass: a Suspended condition means it was suspended.
 	if meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionSuspended)) != nil {

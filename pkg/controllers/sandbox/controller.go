@@ -7,6 +7,7 @@ package sandbox
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,10 @@ const Finalizer = agentsv1beta1.SandboxChildrenFinalizer
 // minExpiryRequeue is the shortest wait before an expiry is looked at again.
 const minExpiryRequeue = 2 * time.Second
 
+// defaultFirstStatusDelay is how long the first status of a new Sandbox may wait for its pod to be
+// Ready.
+const defaultFirstStatusDelay = time.Second
+
 var sandboxKind = agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox")
 
 // Controller reconciles Sandboxes.
@@ -50,6 +55,10 @@ type Controller struct {
 	domain  string
 	now     func() time.Time
 	workers int
+	// podStarting holds, per Sandbox key whose pod this controller just created, when its
+	// held-back first status must be written at the latest.
+	podStarting      sync.Map
+	firstStatusDelay time.Duration
 
 	sandboxes agentslisters.SandboxLister
 	pods      corelisters.PodLister
@@ -74,16 +83,18 @@ type Config struct {
 // hold objects labelled with agents.x-k8s.io/sandbox-name-hash.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
-		kube:      c.Kube,
-		client:    c.Client,
-		events:    c.Events,
-		domain:    c.ClusterDomain,
-		now:       time.Now,
-		workers:   c.Workers,
-		sandboxes: c.Sandboxes.Lister(),
-		pods:      c.Pods.Lister(),
-		services:  c.Services.Lister(),
-		pvcs:      c.PVCs.Lister(),
+		kube:    c.Kube,
+		client:  c.Client,
+		events:  c.Events,
+		domain:  c.ClusterDomain,
+		now:     time.Now,
+		workers: c.Workers,
+		// A variable so tests can turn it off.
+		firstStatusDelay: defaultFirstStatusDelay,
+		sandboxes:        c.Sandboxes.Lister(),
+		pods:             c.Pods.Lister(),
+		services:         c.Services.Lister(),
+		pvcs:             c.PVCs.Lister(),
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{

@@ -271,6 +271,8 @@ type world struct {
 	apiOnly  []runtime.Object
 	domain   string
 	reactors func(kube *kubefake.Clientset, client *agentsfake.Clientset)
+	// firstStatusDelay holds back the first status of a new Sandbox; 0 (most tests) writes at once.
+	firstStatusDelay time.Duration
 }
 
 func newFixture(t *testing.T, w world) *fixture {
@@ -314,6 +316,7 @@ func newFixture(t *testing.T, w world) *fixture {
 		t.Fatalf("New: %v", err)
 	}
 	c.now = func() time.Time { return testNow }
+	c.firstStatusDelay = w.firstStatusDelay
 	f.queue = &queueSpy{TypedRateLimitingInterface: c.loop.Queue}
 	c.loop.Queue = f.queue
 	t.Cleanup(f.queue.ShutDown)

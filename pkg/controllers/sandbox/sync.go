@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -50,12 +51,38 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	state, childErr := c.reconcileChildren(ctx, sb)
 	c.computeStatus(sb, state, childErr)
-	statusErr := c.writeStatus(ctx, sb, cached)
+	var statusErr error
+	if wait := c.firstStatusWait(key, sb, cached, childErr, now); wait > 0 {
+		c.loop.Queue.AddAfter(key, wait)
+	} else {
+		statusErr = c.writeStatus(ctx, sb, cached)
+	}
 
 	if expiry := sb.Spec.ShutdownTime; expiry != nil {
 		c.loop.Queue.AddAfter(key, max(expiry.Sub(now), minExpiryRequeue))
 	}
 	return errors.Join(childErr, statusErr)
+}
+
+// firstStatusWait holds back the first status of a new Sandbox for a moment while the pod the
+// controller just created starts: a pod that is Ready within firstStatusDelay then costs one status
+// write instead of two (not ready, then ready). Errors, suspension, readiness and anything but a
+// starting pod are written at once; a slow pod gets its not-ready status when the delay is over.
+func (c *Controller) firstStatusWait(key string, sb, cached *agentsv1beta1.Sandbox, childErr error, now time.Time) time.Duration {
+	due, starting := c.podStarting.Load(key)
+	if !starting {
+		return 0
+	}
+	if len(cached.Status.Conditions) > 0 || childErr != nil || replicasOf(sb) == 0 ||
+		meta.IsStatusConditionTrue(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)) {
+		c.podStarting.Delete(key)
+		return 0
+	}
+	if wait := due.(time.Time).Sub(now); wait > 0 {
+		return wait
+	}
+	c.podStarting.Delete(key)
+	return 0
 }
 
 // children is what reconcileChildren saw and left in place.
