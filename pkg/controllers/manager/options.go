@@ -52,8 +52,8 @@ func NewOptions() *Options {
 		WarmPoolWorkers:      4,
 		TemplateWorkers:      2,
 		WarmPoolMaxBatchSize: 300,
-		KubeAPIQPS:           100,
-		KubeAPIBurst:         200,
+		KubeAPIQPS:           200,
+		KubeAPIBurst:         400,
 		ClusterDomain:        "cluster.local",
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
