@@ -397,26 +397,15 @@ func TestNamespaceDeletion(t *testing.T) {
 	kubectl(t, "apply", "-n", ns, "-f", examplesDir)
 	kubectl(t, "delete", "namespace", ns, "--wait=false")
 
-	// The namespace controller reports what keeps a namespace in Terminating as conditions.
-	const protobufBug = "does not implement the protobuf marshalling interface"
-	var blocked string
+	// While it is Terminating, the namespace's conditions say what holds it up.
 	eventually(t, 90*time.Second, "namespace "+ns+" to be gone", func() (bool, string) {
 		out, stderr, err := kubectlErr(t, "get", "namespace", ns, "-o",
 			`jsonpath={.status.phase}{"\n"}{range .status.conditions[?(@.status=="True")]}{.type}: {.message}{"\n"}{end}`)
 		if err != nil {
 			return strings.Contains(stderr, "NotFound"), stderr
 		}
-		if strings.Contains(out, protobufBug) {
-			blocked = out
-			return true, ""
-		}
 		return false, out
 	})
-	if blocked != "" {
-		t.Skipf("BUG: namespace deletion never finishes: the namespace controller's DELETE of the collection asks for "+
-			"protobuf and sandbox-apiserver answers 406 because its list types cannot be encoded as protobuf; "+
-			"namespace %s:\n%s", ns, indent(blocked))
-	}
 	out, stderr, err := kubectlErr(t, "get", "agents", "-n", ns, "-o", "name")
 	if err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("kubectl get agents in the deleted namespace: err %v, stdout %q, stderr %q", err, out, stderr)
