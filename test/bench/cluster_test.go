@@ -1,0 +1,204 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+)
+
+// cluster is the local control plane of hack/local-up.sh, which `make bench` starts.
+type cluster struct {
+	root    string
+	kube    kubernetes.Interface
+	sandbox versioned.Interface
+	// ourMetrics scrapes sandbox-apiserver directly (the aggregator does not proxy /metrics).
+	ourMetrics func(ctx context.Context) (string, error)
+}
+
+// connect reaches the running local control plane, or skips the benchmark when there is none.
+func connect(b *testing.B) *cluster {
+	b.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(root, "_output/local/kubeconfig"))
+	if err != nil {
+		b.Skipf("no local control plane (run hack/local-up.sh start or make bench): %v", err)
+	}
+	cfg.QPS, cfg.Burst = 2000, 4000
+	cfg.Timeout = 30 * time.Second
+	c := &cluster{root: root, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
+	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
+		b.Skipf("local control plane does not answer: %v", err)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(root, "_output/local/certs/admin.crt"), filepath.Join(root, "_output/local/certs/admin.key"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := os.Getenv("SANDBOX_APISERVER_PORT")
+	if port == "" {
+		port = "8443"
+	}
+	// The server's certificate is checked by the aggregator; here only the figures matter.
+	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, //nolint:gosec // loopback scrape
+	}}
+	c.ourMetrics = func(ctx context.Context) (string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+"/metrics", nil)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var sb strings.Builder
+		_, err = bufio.NewReader(resp.Body).WriteTo(&sb)
+		return sb.String(), err
+	}
+	return c
+}
+
+// namespace makes a fresh namespace for one benchmark and deletes it at the end.
+func (c *cluster) namespace(b *testing.B, prefix string) string {
+	b.Helper()
+	ns := prefix + "-" + rand.String(5)
+	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		err := c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			b.Logf("deleting namespace %s: %v", ns, err)
+		}
+	})
+	return ns
+}
+
+// writeCounts is a snapshot of mutating requests served, by "resource[/subresource] VERB".
+type writeCounts map[string]float64
+
+// mainWrites counts the mutating requests kube-apiserver has served.
+func (c *cluster) mainWrites(ctx context.Context) (writeCounts, error) {
+	raw, err := c.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseWrites(string(raw)), nil
+}
+
+// ourWrites counts the mutating requests sandbox-apiserver has served.
+func (c *cluster) ourWrites(ctx context.Context) (writeCounts, error) {
+	raw, err := c.ourMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseWrites(raw), nil
+}
+
+// parseWrites sums apiserver_request_total over the mutating verbs, per resource and verb.
+func parseWrites(metrics string) writeCounts {
+	out := writeCounts{}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		key := l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key+" "+l["verb"]] += n
+	}
+	return out
+}
+
+// minus is the writes served since before.
+func (w writeCounts) minus(before writeCounts) writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// sum adds the counts whose resource is one of resources (all when empty).
+func (w writeCounts) sum(resources ...string) float64 {
+	total := 0.0
+	for k, v := range w {
+		res, _, _ := strings.Cut(k, " ")
+		res, _, _ = strings.Cut(res, "/")
+		if len(resources) == 0 {
+			total += v
+			continue
+		}
+		for _, r := range resources {
+			if r == res {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// workload returns the writes of the object kinds a benchmark causes, leaving out the cluster's
+// own background (leases, node status, kube-controller-manager's bookkeeping).
+func (w writeCounts) workload() writeCounts {
+	out := writeCounts{}
+	for k, v := range w {
+		res, _, _ := strings.Cut(k, " ")
+		res, _, _ = strings.Cut(res, "/")
+		switch res {
+		case "pods", "services", "persistentvolumeclaims", "networkpolicies", "events",
+			"sandboxes", "sandboxclaims", "sandboxwarmpools", "sandboxtemplates":
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (w writeCounts) String() string {
+	var parts []string
+	for k, v := range w {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, v))
+	}
+	return strings.Join(parts, " ")
+}

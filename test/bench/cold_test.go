@@ -1,0 +1,190 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+)
+
+// ColdResult is the content of _output/bench/cold.json.
+type ColdResult struct {
+	Machine    Machine `json:"machine"`
+	Sandboxes  int     `json:"sandboxes"`
+	Clients    int     `json:"clients"`
+	AllReadyMs float64 `json:"allReadyMs"`
+	// From the start of a Sandbox's create request to the watch seeing it Ready=True.
+	ReadyP50Ms float64 `json:"createToReadyP50Ms"`
+	ReadyP99Ms float64 `json:"createToReadyP99Ms"`
+	// From a watch seeing the Sandbox to a watch seeing its Pod: the controller's own overhead.
+	PodCreateP50Ms       float64     `json:"sandboxToPodP50Ms"`
+	PodCreateP99Ms       float64     `json:"sandboxToPodP99Ms"`
+	MainWritesPerSandbox float64     `json:"mainAPIWritesPerSandbox"`
+	OurWritesPerSandbox  float64     `json:"ourAPIWritesPerSandbox"`
+	MainWrites           writeCounts `json:"mainAPIWrites"`
+	OurWrites            writeCounts `json:"ourAPIWrites"`
+	Note                 string      `json:"note"`
+}
+
+// BenchmarkColdStart creates 500 Sandboxes at once from 16 clients on the local control plane and
+// measures how long they take to be Ready, and how long the controller takes to make their pods.
+func BenchmarkColdStart(b *testing.B) {
+	const sandboxes, clients = 500, 16
+	c := connect(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ns := c.namespace(b, "bench-cold")
+	res := ColdResult{Machine: machine(), Sandboxes: sandboxes, Clients: clients,
+		Note: "writes per sandbox leave out pod status writes by kwok (the kubelet's share), bindings (the scheduler's) and events"}
+
+	pods, err := c.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pods.Stop()
+	var mu sync.Mutex
+	podSeen := map[string]time.Time{}
+	go func() {
+		for ev := range pods.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+				mu.Lock()
+				podSeen[p.Name] = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	sbWatch, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sbWatch.Stop()
+	readyAt := &readyTimes{at: map[string]time.Time{}}
+	sandboxSeen := map[string]time.Time{}
+	go func() {
+		for ev := range sbWatch.ResultChan() {
+			sb, ok := ev.Object.(*agentsv1beta1.Sandbox)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			if ev.Type == watch.Added {
+				mu.Lock()
+				sandboxSeen[sb.Name] = now
+				mu.Unlock()
+			}
+			if meta.IsStatusConditionTrue(sb.Status.Conditions, "Ready") {
+				readyAt.mu.Lock()
+				if _, seen := readyAt.at[sb.Name]; !seen {
+					readyAt.at[sb.Name] = now
+				}
+				readyAt.mu.Unlock()
+			}
+		}
+	}()
+
+	mainBefore, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oursBefore, err := c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	startAt := make([]time.Time, sandboxes)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	errs := make(chan error, sandboxes)
+	first := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for i := range next {
+				sb := &agentsv1beta1.Sandbox{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cold-%04d", i)},
+					Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest"}},
+					}}},
+				}
+				startAt[i] = time.Now()
+				if _, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Create(ctx, sb, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range sandboxes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("creating a sandbox: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
+		return readyAt.len() == sandboxes, nil
+	}); err != nil {
+		b.Fatalf("%d of %d sandboxes Ready: %v", readyAt.len(), sandboxes, err)
+	}
+
+	var ready, toPod []time.Duration
+	last := first
+	for i := range sandboxes {
+		name := fmt.Sprintf("cold-%04d", i)
+		t := readyAt.get(name)
+		ready = append(ready, t.Sub(startAt[i]))
+		if t.After(last) {
+			last = t
+		}
+		mu.Lock()
+		seen, podOK := podSeen[name]
+		created, sbOK := sandboxSeen[name]
+		mu.Unlock()
+		if !podOK || !sbOK {
+			b.Fatalf("the watches missed sandbox %s or its pod", name)
+		}
+		toPod = append(toPod, seen.Sub(created))
+	}
+	sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
+	sort.Slice(toPod, func(i, j int) bool { return toPod[i] < toPod[j] })
+	res.AllReadyMs = ms(last.Sub(first))
+	res.ReadyP50Ms, res.ReadyP99Ms = ms(percentile(ready, 50)), ms(percentile(ready, 99))
+	res.PodCreateP50Ms, res.PodCreateP99Ms = ms(percentile(toPod, 50)), ms(percentile(toPod, 99))
+
+	mainAfter, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oursAfter, err := c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.MainWrites = mainAfter.minus(mainBefore).workload()
+	res.OurWrites = oursAfter.minus(oursBefore).workload()
+	// Pod status (kwok, the kubelet's share) and bindings (the scheduler's) are not the controller's.
+	res.MainWritesPerSandbox = (res.MainWrites.sum("pods", "services", "persistentvolumeclaims") -
+		res.MainWrites["pods/status PATCH"] - res.MainWrites["pods/status PUT"] - res.MainWrites["pods/binding POST"]) / sandboxes
+	res.OurWritesPerSandbox = res.OurWrites.sum("sandboxes") / sandboxes
+
+	fmt.Printf("\nCold start of %d Sandboxes from %d clients on %s (%d CPUs)\n", sandboxes, clients, res.Machine.CPUModel, res.Machine.NumCPU)
+	fmt.Printf("all Ready %.0f ms; create->Ready p50 %.1f ms p99 %.1f ms; sandbox->pod p50 %.1f ms p99 %.1f ms; writes per sandbox: main %.2f, ours %.2f\n",
+		res.AllReadyMs, res.ReadyP50Ms, res.ReadyP99Ms, res.PodCreateP50Ms, res.PodCreateP99Ms, res.MainWritesPerSandbox, res.OurWritesPerSandbox)
+	b.Logf("main writes %v", res.MainWrites)
+	b.Logf("our writes %v", res.OurWrites)
+	if err := writeJSON(filepath.Join(c.root, "_output/bench/cold.json"), res); err != nil {
+		b.Fatal(err)
+	}
+}

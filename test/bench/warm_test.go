@@ -1,0 +1,259 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+// WarmRun is one warm-pool measurement.
+type WarmRun struct {
+	PoolSize int     `json:"poolSize"`
+	Claims   int     `json:"claims"`
+	Clients  int     `json:"clients"`
+	RatePerS float64 `json:"ratePerSecond,omitempty"` // 0: all at once
+	// Per claim, from the start of its create request to the watch seeing it Ready=True.
+	P50Ms float64 `json:"createToReadyP50Ms"`
+	P90Ms float64 `json:"createToReadyP90Ms"`
+	P99Ms float64 `json:"createToReadyP99Ms"`
+	MaxMs float64 `json:"createToReadyMaxMs"`
+	// AllReadyMs is from the first create to the last claim Ready.
+	AllReadyMs    float64 `json:"allReadyMs"`
+	WarmAdoptions int     `json:"warmAdoptions"`
+	// Writes caused by the claims themselves; the pool's refill is counted apart.
+	MainWritesPerClaim float64     `json:"mainAPIWritesPerClaim"`
+	OurWritesPerClaim  float64     `json:"ourAPIWritesPerClaim"`
+	MainWrites         writeCounts `json:"mainAPIWrites"`
+	OurWrites          writeCounts `json:"ourAPIWrites"`
+}
+
+// WarmResult is the content of _output/bench/warm.json.
+type WarmResult struct {
+	Machine Machine `json:"machine"`
+	Burst   WarmRun `json:"burst"`
+	Stream  WarmRun `json:"stream"`
+	Note    string  `json:"note"`
+}
+
+// BenchmarkWarmClaims is the headline figure: claims served from a warm pool on the local control
+// plane. A burst of 300 claims from 32 clients against a pool of 300 Ready members, then a steady
+// stream of 75 claims/s (750 claims) against a pool of 1,050.
+func BenchmarkWarmClaims(b *testing.B) {
+	c := connect(b)
+	res := WarmResult{Machine: machine(),
+		Note: "local control plane (kube-apiserver, etcd, kwok) and sandbox-apiserver on one machine; " +
+			"writes per claim leave out the pool's refill (new members and their pods), pod status writes by kwok and events"}
+	res.Burst = c.warmRun(b, "bench-warm-burst", 300, 300, 32, 0)
+	res.Stream = c.warmRun(b, "bench-warm-stream", 1050, 750, 32, 75)
+
+	fmt.Printf("\nWarm claims on %s (%d CPUs)\n", res.Machine.CPUModel, res.Machine.NumCPU)
+	fmt.Printf("%-8s %6s %6s %9s %9s %9s %9s %11s %10s %10s\n", "run", "pool", "claims", "p50 ms", "p90 ms", "p99 ms", "max ms", "all ready", "main w/c", "ours w/c")
+	for _, r := range []struct {
+		name string
+		run  WarmRun
+	}{{"burst", res.Burst}, {"stream", res.Stream}} {
+		fmt.Printf("%-8s %6d %6d %9.1f %9.1f %9.1f %9.1f %9.0fms %10.2f %10.2f\n", r.name, r.run.PoolSize, r.run.Claims,
+			r.run.P50Ms, r.run.P90Ms, r.run.P99Ms, r.run.MaxMs, r.run.AllReadyMs, r.run.MainWritesPerClaim, r.run.OurWritesPerClaim)
+	}
+	if err := writeJSON(filepath.Join(c.root, "_output/bench/warm.json"), res); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// warmRun fills a pool, creates claims (all at once, or at rate per second) and measures them.
+func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients int, rate float64) WarmRun {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	ns := c.namespace(b, prefix)
+	run := WarmRun{PoolSize: poolSize, Claims: claims, Clients: clients, RatePerS: rate}
+
+	template := &extensionsv1beta1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: extensionsv1beta1.SandboxTemplateSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest"}},
+		}}},
+	}
+	if _, err := c.sandbox.ExtensionsV1beta1().SandboxTemplates(ns).Create(ctx, template, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	pool := &extensionsv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
+		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: int32(poolSize), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "agent"}},
+	}
+	if _, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Get(ctx, "pool", metav1.GetOptions{})
+		return err == nil && p.Status.ReadyReplicas == int32(poolSize), nil
+	}); err != nil {
+		b.Fatalf("pool of %d not Ready: %v", poolSize, err)
+	}
+	b.Logf("%s: pool of %d Ready in %s", prefix, poolSize, time.Since(start).Round(time.Millisecond))
+
+	mainBefore, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oursBefore, err := c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	readyAt, stopWatch := c.watchClaimsReady(ctx, b, ns)
+	createdAt := make([]time.Time, claims)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, clients)
+	errs := make(chan error, claims)
+	create := func(i int) {
+		defer wg.Done()
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		claim := &extensionsv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%04d", i)},
+			Spec:       extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "agent"}},
+		}
+		createdAt[i] = time.Now()
+		if _, err := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			errs <- err
+		}
+	}
+	first := time.Now()
+	if rate == 0 {
+		for i := range claims {
+			wg.Add(1)
+			go create(i)
+		}
+	} else {
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		for i := range claims {
+			<-tick.C
+			wg.Add(1)
+			go create(i)
+		}
+		tick.Stop()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("creating a claim: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		return readyAt.len() == claims, nil
+	}); err != nil {
+		b.Fatalf("%d of %d claims Ready: %v", readyAt.len(), claims, err)
+	}
+	stopWatch()
+
+	var lat []time.Duration
+	last := first
+	for i := range claims {
+		t := readyAt.get(fmt.Sprintf("claim-%04d", i))
+		lat = append(lat, t.Sub(createdAt[i]))
+		if t.After(last) {
+			last = t
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	run.P50Ms, run.P90Ms, run.P99Ms, run.MaxMs = ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), ms(lat[len(lat)-1])
+	run.AllReadyMs = ms(last.Sub(first))
+
+	// Let the claims' follow-up writes land (the pod of each adopted sandbox relabelled) before
+	// counting them.
+	sandboxes, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sb := range sandboxes.Items {
+		if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" && metav1.GetControllerOfNoCopy(&sb).Kind == "SandboxClaim" {
+			run.WarmAdoptions++
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: extensionsv1beta1.SandboxIDLabel})
+		return err == nil && len(pods.Items) >= claims, nil
+	}); err != nil {
+		b.Fatalf("pods of the claimed sandboxes not relabelled: %v", err)
+	}
+	mainAfter, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oursAfter, err := c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run.MainWrites = mainAfter.minus(mainBefore).workload()
+	run.OurWrites = oursAfter.minus(oursBefore).workload()
+	// Claim path: pod relabels (PUT/PATCH pods) on the main API; the claim's create, its status and
+	// the adoption (PUT sandboxes) on ours. New members (POST) and their status are the refill.
+	run.MainWritesPerClaim = (run.MainWrites["pods PUT"] + run.MainWrites["pods PATCH"]) / float64(claims)
+	run.OurWritesPerClaim = (run.OurWrites["sandboxclaims POST"] + run.OurWrites["sandboxclaims/status PUT"] +
+		run.OurWrites["sandboxes PUT"]) / float64(claims)
+	b.Logf("%s: main writes %v", prefix, run.MainWrites)
+	b.Logf("%s: our writes %v", prefix, run.OurWrites)
+	return run
+}
+
+// readyTimes records when each claim was first seen Ready=True.
+type readyTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (r *readyTimes) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.at)
+}
+
+func (r *readyTimes) get(name string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at[name]
+}
+
+// watchClaimsReady watches the claims of ns and records when each turns Ready.
+func (c *cluster) watchClaimsReady(ctx context.Context, b *testing.B, ns string) (*readyTimes, func()) {
+	w, err := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &readyTimes{at: map[string]time.Time{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			claim, ok := ev.Object.(*extensionsv1beta1.SandboxClaim)
+			if !ok || !meta.IsStatusConditionTrue(claim.Status.Conditions, "Ready") {
+				continue
+			}
+			now := time.Now()
+			r.mu.Lock()
+			if _, seen := r.at[claim.Name]; !seen {
+				r.at[claim.Name] = now
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return r, w.Stop
+}
+
