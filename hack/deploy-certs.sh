@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Certificates for deploying sandbox-apiserver from artifacts/deploy/, and the
+# manifests rendered with them.
+#
+# Usage: hack/deploy-certs.sh [--renew] [--etcd-tls] OUT_DIR
+#
+# Makes, with openssl, into OUT_DIR/certs/:
+#   ca.crt, ca.key            a CA (kept and reused on later runs: it is the
+#                             caBundle of the APIServices)
+#   serving.crt, serving.key  the serving certificate of sandbox-apiserver for
+#                             sandbox-apiserver.sandbox-system.svc and
+#                             sandbox-apiserver.sandbox-system.svc.CLUSTER_DOMAIN,
+#                             signed by ca.crt; remade when missing, when it no
+#                             longer verifies against ca.crt, when it expires
+#                             within 30 days, or with --renew
+#   with --etcd-tls also etcd-ca.{crt,key}, etcd-peer.{crt,key} (the members'
+#   server and peer certificate) and etcd-client.{crt,key} (sandbox-apiserver's
+#   client certificate for etcd); see "etcd" in docs/operating.md.
+#
+# and renders artifacts/deploy/*.yaml into OUT_DIR/manifests/, numbered in the
+# order they apply (namespace, service account, RBAC, Secrets, etcd, server,
+# Service, APIServices), so that
+#   kubectl apply -f OUT_DIR/manifests/
+# installs everything on a fresh cluster:
+#   - apiservices.yaml with caBundle set to ca.crt,
+#   - deployment.yaml with the image set to $IMAGE (when IMAGE is set),
+#   - a Secret manifest sandbox-apiserver-serving-cert (type kubernetes.io/tls)
+#     holding serving.crt and serving.key (and, with --etcd-tls, the Secrets
+#     sandbox-etcd-tls and sandbox-apiserver-etcd-client).
+# The Secret manifests hold private keys: OUT_DIR is created private (mode 700).
+#
+# Environment:
+#   IMAGE           sandbox-apiserver image for the Deployment (default: keep
+#                   the placeholder of artifacts/deploy/deployment.yaml)
+#   CLUSTER_DOMAIN  the cluster's DNS domain [cluster.local]
+#   CA_DAYS         validity of a new CA in days [3650]
+#   CERT_DAYS       validity of a new serving or etcd certificate in days [365]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "${ROOT}/hack/lib/common.sh"
+
+NAMESPACE="sandbox-system"
+SERVICE="sandbox-apiserver"
+SECRET="sandbox-apiserver-serving-cert"
+ETCD_PEER_SERVICE="sandbox-etcd-peer"
+ETCD_SERVICE="sandbox-etcd"
+# base64 of "CA-BUNDLE-PLACEHOLDER", the caBundle of artifacts/deploy/apiservices.yaml.
+CA_PLACEHOLDER="Q0EtQlVORExFLVBMQUNFSE9MREVS"
+IMAGE_PLACEHOLDER="ghcr.io/sandbox-apiserver/sandbox-apiserver:<version>"
+
+IMAGE="${IMAGE:-}"
+CLUSTER_DOMAIN="${CLUSTER_DOMAIN:-cluster.local}"
+CA_DAYS="${CA_DAYS:-3650}"
+CERT_DAYS="${CERT_DAYS:-365}"
+
+usage() {
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}" >&2
+  exit 2
+}
+
+RENEW=""
+ETCD_TLS=""
+OUT=""
+while (($#)); do
+  case "$1" in
+    --renew) RENEW=1 ;;
+    --etcd-tls) ETCD_TLS=1 ;;
+    -h | --help) usage ;;
+    -*) log "ERROR: unknown flag $1"; usage ;;
+    *) [[ -z "${OUT}" ]] || usage; OUT="$1" ;;
+  esac
+  shift
+done
+[[ -n "${OUT}" ]] || usage
+command -v openssl >/dev/null || die "openssl not found"
+
+umask 077
+mkdir -p "${OUT}"
+chmod 700 "${OUT}"
+OUT="$(cd "${OUT}" && pwd)"
+CERTS="${OUT}/certs"
+MANIFESTS="${OUT}/manifests"
+mkdir -p "${CERTS}" "${MANIFESTS}"
+
+b64() { openssl base64 -A <"$1"; }
+
+new_key() {
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
+}
+
+# make_ca NAME CN: a CA, made once and reused.
+make_ca() {
+  local name="$1" cn="$2" cfg
+  if [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]]; then
+    log "certs: reusing ${name}.crt ($(openssl x509 -in "${CERTS}/${name}.crt" -noout -subject))"
+    return 0
+  fi
+  log "certs: new CA ${name}.crt (CN ${cn}, ${CA_DAYS} days)"
+  new_key "${CERTS}/${name}.key"
+  cfg="$(mktemp)"
+  cat >"${cfg}" <<EOF
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = ${cn}
+[ext]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign,digitalSignature
+subjectKeyIdentifier = hash
+EOF
+  openssl req -x509 -new -key "${CERTS}/${name}.key" -sha256 -days "${CA_DAYS}" \
+    -config "${cfg}" -extensions ext -out "${CERTS}/${name}.crt"
+  rm -f "${cfg}"
+}
+
+# make_cert NAME CA CN EKU SAN...: a leaf signed by CA with the extended key
+# usages EKU (serverAuth, clientAuth or both, comma-separated) and the DNS or IP
+# subject alternative names SAN. Kept while it verifies against CA and is valid
+# for 30 more days, unless --renew.
+make_cert() {
+  local name="$1" ca="$2" cn="$3" eku="$4"; shift 4
+  local crt="${CERTS}/${name}.crt" key="${CERTS}/${name}.key" cfg san="" s
+  if [[ -z "${RENEW}" && -s "${crt}" && -s "${key}" ]] &&
+    openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null 2>&1 &&
+    openssl x509 -in "${crt}" -noout -checkend $((30 * 24 * 3600)) >/dev/null; then
+    log "certs: keeping ${name}.crt (valid until $(openssl x509 -in "${crt}" -noout -enddate | cut -d= -f2))"
+    return 0
+  fi
+  log "certs: new ${name}.crt (CN ${cn}, ${CERT_DAYS} days, signed by ${ca}.crt)"
+  for s in "$@"; do
+    if [[ "${s}" =~ ^[0-9.]+$ ]]; then san+="${san:+,}IP:${s}"; else san+="${san:+,}DNS:${s}"; fi
+  done
+  new_key "${key}"
+  cfg="$(mktemp)"
+  cat >"${cfg}" <<EOF
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = ${cn}
+[ext]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = ${eku}
+authorityKeyIdentifier = keyid
+${san:+subjectAltName = ${san}}
+EOF
+  openssl req -new -key "${key}" -config "${cfg}" 2>/dev/null |
+    openssl x509 -req -CA "${CERTS}/${ca}.crt" -CAkey "${CERTS}/${ca}.key" \
+      -set_serial "0x$(openssl rand -hex 16)" -days "${CERT_DAYS}" -sha256 \
+      -extfile "${cfg}" -extensions ext -out "${crt}" 2>/dev/null
+  rm -f "${cfg}"
+  openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null || die "${name}.crt does not verify against ${ca}.crt"
+}
+
+# secret NAME TYPE KEY=FILE...: a Secret manifest in the namespace.
+secret() {
+  local name="$1" type="$2" kv; shift 2
+  cat <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: ${name}
+  namespace: ${NAMESPACE}
+  labels:
+    app.kubernetes.io/part-of: sandbox-apiserver
+type: ${type}
+data:
+EOF
+  for kv in "$@"; do
+    printf '  %s: %s\n' "${kv%%=*}" "$(b64 "${kv#*=}")"
+  done
+}
+
+# ---------------------------------------------------------------------------
+# Certificates
+
+svc="${SERVICE}.${NAMESPACE}.svc"
+make_ca ca "sandbox-apiserver-ca"
+make_cert serving ca "${svc}" serverAuth "${svc}" "${svc}.${CLUSTER_DOMAIN}"
+
+if [[ -n "${ETCD_TLS}" ]]; then
+  peer="${ETCD_PEER_SERVICE}.${NAMESPACE}.svc"
+  client="${ETCD_SERVICE}.${NAMESPACE}.svc"
+  make_ca etcd-ca "sandbox-etcd-ca"
+  # Every member serves clients and peers and dials its peers with this one.
+  make_cert etcd-peer etcd-ca sandbox-etcd serverAuth,clientAuth \
+    "*.${peer}" "*.${peer}.${CLUSTER_DOMAIN}" "${client}" "${client}.${CLUSTER_DOMAIN}" localhost 127.0.0.1
+  make_cert etcd-client etcd-ca sandbox-apiserver clientAuth
+fi
+
+# ---------------------------------------------------------------------------
+# Manifests
+
+rm -f "${MANIFESTS}"/*.yaml
+ca_bundle="$(b64 "${CERTS}/ca.crt")"
+render() {
+  local src="${ROOT}/artifacts/deploy/$1" dst="${MANIFESTS}/$2"
+  [[ -f "${src}" ]] || die "missing ${src#"${ROOT}/"}"
+  sed -e "s|${CA_PLACEHOLDER}|${ca_bundle}|g" \
+    ${IMAGE:+-e "s|${IMAGE_PLACEHOLDER}|${IMAGE}|g"} "${src}" >"${dst}"
+}
+render namespace.yaml 00-namespace.yaml
+render serviceaccount.yaml 01-serviceaccount.yaml
+render rbac.yaml 02-rbac.yaml
+secret "${SECRET}" kubernetes.io/tls \
+  "tls.crt=${CERTS}/serving.crt" "tls.key=${CERTS}/serving.key" >"${MANIFESTS}/03-serving-cert-secret.yaml"
+if [[ -n "${ETCD_TLS}" ]]; then
+  {
+    secret sandbox-etcd-tls Opaque \
+      "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-peer.crt" "tls.key=${CERTS}/etcd-peer.key"
+    echo "---"
+    secret sandbox-apiserver-etcd-client Opaque \
+      "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-client.crt" "tls.key=${CERTS}/etcd-client.key"
+  } >"${MANIFESTS}/04-etcd-tls-secrets.yaml"
+fi
+render etcd.yaml 10-etcd.yaml
+render deployment.yaml 20-deployment.yaml
+render service.yaml 21-service.yaml
+render apiservices.yaml 30-apiservices.yaml
+
+grep -q "${CA_PLACEHOLDER}" "${MANIFESTS}/30-apiservices.yaml" &&
+  die "the caBundle placeholder is still in ${MANIFESTS}/30-apiservices.yaml"
+if grep -qF "${IMAGE_PLACEHOLDER}" "${MANIFESTS}/20-deployment.yaml"; then
+  log "NOTE: the Deployment keeps the image placeholder ${IMAGE_PLACEHOLDER}; set IMAGE=... to render it"
+fi
+
+log "rendered ${MANIFESTS}:"
+for f in "${MANIFESTS}"/*.yaml; do echo "    ${f##*/}"; done >&2
+cat >&2 <<EOF
+Apply with:
+    kubectl apply -f ${MANIFESTS}/
+or make the serving Secret without the manifest:
+    kubectl -n ${NAMESPACE} create secret tls ${SECRET} --cert=${CERTS}/serving.crt --key=${CERTS}/serving.key
+Keep ${CERTS}/ca.key: renewing the serving certificate with it (run this script
+again) leaves the APIServices' caBundle unchanged.
+EOF
