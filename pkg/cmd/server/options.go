@@ -32,6 +32,9 @@ const kubernetesVersion = "1.36"
 // Options are everything sandbox-apiserver can be configured with.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
+	// ServerRun are the generic server's own flags: in-flight limits, request timeout, shutdown
+	// delay, GOAWAY chance.
+	ServerRun *genericoptions.ServerRunOptions
 
 	// EtcdDataDir is where the embedded etcd keeps its data when no --etcd-servers are given.
 	EtcdDataDir string
@@ -45,6 +48,7 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
+		ServerRun:          genericoptions.NewServerRunOptions(),
 		EtcdDataDir:        "_output/sandbox-etcd",
 		Controllers:        manager.NewOptions(),
 	}
@@ -56,6 +60,7 @@ func NewOptions() *Options {
 // AddFlags adds the flags of every option to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.RecommendedOptions.AddFlags(fs)
+	o.ServerRun.AddUniversalFlags(fs)
 	fs.StringVar(&o.EtcdDataDir, "etcd-data-dir", o.EtcdDataDir,
 		"Data directory of the embedded etcd started when --etcd-servers is empty.")
 	o.Controllers.AddFlags(fs)
@@ -63,7 +68,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate reports every invalid option.
 func (o *Options) Validate() error {
-	return utilerrors.NewAggregate(append(o.RecommendedOptions.Validate(), o.Controllers.Validate()...))
+	errs := append(o.RecommendedOptions.Validate(), o.ServerRun.Validate()...)
+	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
 // Prepare starts the embedded etcd when no etcd servers are configured, then builds the server.
@@ -97,6 +103,9 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 
 	config := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
 	config.Serializer = apiserver.NegotiatedSerializer
+	if err := o.ServerRun.ApplyTo(&config.Config); err != nil {
+		return nil, err
+	}
 	config.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// Registers client-go's request metrics (rest_client_*), to see the controllers' traffic.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
 	// Registers the workqueue metrics (depth, adds, latency, ...) of every named queue.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 )
