@@ -53,6 +53,10 @@ func NewOptions() *Options {
 		Controllers:        manager.NewOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
+	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
+	// close the remaining connections (the cluster's watches on our resources) after 2 s instead
+	// of waiting the whole request timeout for them.
+	o.ServerRun.ShutdownSendRetryAfter = true
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	return o
 }
