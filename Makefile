@@ -4,18 +4,31 @@ GO ?= go
 OUTPUT := _output
 BIN := $(OUTPUT)/bin
 
-.PHONY: all build test test-unit test-integration test-e2e codegen verify vet bench tools run down clean
+.PHONY: all build test test-unit test-fuzz fuzz test-integration test-e2e codegen verify vet bench tools run down clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/sandbox-apiserver ./cmd/sandbox-apiserver
 
-# Every test layer: unit, integration, then end to end on the local control plane.
-test: verify test-unit test-integration test-e2e
+# Every test layer: unit (with a brief fuzzing run), integration, then end to end on the local
+# control plane.
+test: verify test-unit test-fuzz test-integration test-e2e
 
 test-unit:
 	$(GO) test ./pkg/... ./cmd/...
+
+FUZZTIME ?= 10s
+FUZZ_PKGS := ./pkg/apis/agents/install ./pkg/apis/extensions/install
+FUZZ_TARGETS := FuzzDecode FuzzConvert FuzzValidate
+
+# go test fuzzes one target per run: briefly in make test, for ten minutes each with make fuzz.
+test-fuzz:
+	@set -e; for pkg in $(FUZZ_PKGS); do for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; done; done
+
+fuzz: FUZZTIME := 10m
+fuzz: test-fuzz
 
 test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...

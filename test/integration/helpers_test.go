@@ -185,4 +185,3 @@ func int32Of(p *int32) int32 {
 	}
 	return *p
 }
-

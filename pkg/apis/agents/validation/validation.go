@@ -32,7 +32,7 @@ var supportedShutdownPolicies = []agents.ShutdownPolicy{agents.ShutdownPolicyDel
 
 // ValidateSandbox validates a Sandbox on create.
 func ValidateSandbox(s *agents.Sandbox) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMeta(&s.ObjectMeta, true, ValidateSandboxName, field.NewPath("metadata"))
+	allErrs := ValidateObjectMeta(&s.ObjectMeta, ValidateSandboxName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxSpec(&s.Spec, s.Name, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -49,7 +49,7 @@ func ValidateSandbox(s *agents.Sandbox) field.ErrorList {
 //   - spec.replicas (the scale subresource), spec.service, spec.shutdownTime and
 //     spec.shutdownPolicy are what users and controllers change during a Sandbox's life.
 func ValidateSandboxUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
+	allErrs := ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSandboxSpec(&newS.Spec, newS.Name, specPath)...)
 	if !apiequality.Semantic.DeepEqual(newS.Spec.VolumeClaimTemplates, oldS.Spec.VolumeClaimTemplates) {
@@ -62,13 +62,14 @@ func ValidateSandboxUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 // ValidateSandboxStatusUpdate validates an update of a Sandbox's status (the spec is not looked at:
 // the status strategy keeps the old one).
 func ValidateSandboxStatusUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
+	allErrs := ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	st := &newS.Status
 	if st.Replicas < 0 || st.Replicas > 1 {
 		allErrs = append(allErrs, field.Invalid(statusPath.Child("replicas"), st.Replicas, utilvalidation.InclusiveRangeError(0, 1)))
 	}
 	allErrs = append(allErrs, metav1validation.ValidateConditions(st.Conditions, statusPath.Child("conditions"))...)
+	allErrs = append(allErrs, ValidateConditionTimes(st.Conditions, statusPath.Child("conditions"))...)
 	allErrs = append(allErrs, ValidateSelectorString(st.LabelSelector, statusPath.Child("selector"))...)
 	allErrs = append(allErrs, ValidatePodIPs(st.PodIPs, statusPath.Child("podIPs"))...)
 	return allErrs
@@ -89,6 +90,7 @@ func validateSandboxSpec(spec *agents.SandboxSpec, name string, fldPath *field.P
 	if r := spec.Replicas; r != nil && (*r < 0 || *r > 1) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, utilvalidation.InclusiveRangeError(0, 1)))
 	}
+	allErrs = append(allErrs, ValidateTime(spec.ShutdownTime, fldPath.Child("shutdownTime"))...)
 	if p := spec.ShutdownPolicy; p != nil && !slices.Contains(supportedShutdownPolicies, *p) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("shutdownPolicy"), *p, supportedShutdownPolicies))
 	}

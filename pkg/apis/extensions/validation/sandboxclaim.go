@@ -29,7 +29,7 @@ var ValidateSandboxClaimName = agentsvalidation.ValidateSandboxName
 
 // ValidateSandboxClaim validates a SandboxClaim on create.
 func ValidateSandboxClaim(c *extensions.SandboxClaim) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMeta(&c.ObjectMeta, true, ValidateSandboxClaimName, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMeta(&c.ObjectMeta, ValidateSandboxClaimName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxClaimSpec(&c.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -45,7 +45,7 @@ func ValidateSandboxClaim(c *extensions.SandboxClaim) field.ErrorList {
 //   - spec.lifecycle stays mutable: expiry is computed by the claim controller from the current
 //     spec, so extending or shortening a claim's life, or changing what happens then, just works.
 func ValidateSandboxClaimUpdate(newC, oldC *extensions.SandboxClaim) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateSandboxClaimSpec(&newC.Spec, specPath)...)
 
@@ -62,9 +62,10 @@ func ValidateSandboxClaimUpdate(newC, oldC *extensions.SandboxClaim) field.Error
 
 // ValidateSandboxClaimStatusUpdate validates an update of a claim's status.
 func ValidateSandboxClaimStatusUpdate(newC, oldC *extensions.SandboxClaim) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	allErrs = append(allErrs, metav1validation.ValidateConditions(newC.Status.Conditions, statusPath.Child("conditions"))...)
+	allErrs = append(allErrs, agentsvalidation.ValidateConditionTimes(newC.Status.Conditions, statusPath.Child("conditions"))...)
 	sandboxPath := statusPath.Child("sandbox")
 	if name := newC.Status.SandboxStatus.Name; name != "" {
 		for _, msg := range agentsvalidation.ValidateSandboxName(name, false) {
@@ -105,6 +106,7 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.
 
 	if lc := spec.Lifecycle; lc != nil {
 		lcPath := fldPath.Child("lifecycle")
+		allErrs = append(allErrs, agentsvalidation.ValidateTime(lc.ShutdownTime, lcPath.Child("shutdownTime"))...)
 		if lc.TTLSecondsAfterFinished != nil {
 			allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(*lc.TTLSecondsAfterFinished), lcPath.Child("ttlSecondsAfterFinished"))...)
 		}

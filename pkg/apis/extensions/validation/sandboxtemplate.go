@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -31,7 +30,7 @@ var supportedNetworkPolicyProtocols = []corev1.Protocol{corev1.ProtocolTCP, core
 
 // ValidateSandboxTemplate validates a SandboxTemplate on create.
 func ValidateSandboxTemplate(t *extensions.SandboxTemplate) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMeta(&t.ObjectMeta, true, ValidateSandboxTemplateName, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMeta(&t.ObjectMeta, ValidateSandboxTemplateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxTemplateSpec(&t.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -44,7 +43,7 @@ func ValidateSandboxTemplate(t *extensions.SandboxTemplate) field.ErrorList {
 // NetworkPolicy is updated in place. Changing the volume claim templates here does not touch the
 // PersistentVolumeClaims of existing sandboxes; only new sandboxes get the new ones.
 func ValidateSandboxTemplateUpdate(newT, oldT *extensions.SandboxTemplate) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxTemplateSpec(&newT.Spec, field.NewPath("spec"))...)
 	return allErrs
 }

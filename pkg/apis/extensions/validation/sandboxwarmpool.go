@@ -20,7 +20,7 @@ var supportedUpdateStrategyTypes = []extensions.SandboxWarmPoolUpdateStrategyTyp
 
 // ValidateSandboxWarmPool validates a SandboxWarmPool on create.
 func ValidateSandboxWarmPool(p *extensions.SandboxWarmPool) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMeta(&p.ObjectMeta, true, ValidateSandboxWarmPoolName, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMeta(&p.ObjectMeta, ValidateSandboxWarmPoolName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxWarmPoolSpec(&p.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -33,7 +33,7 @@ func ValidateSandboxWarmPool(p *extensions.SandboxWarmPool) field.ErrorList {
 // then stale and are replaced as spec.updateStrategy says (at once for Recreate, as they are
 // claimed or deleted for OnReplenish).
 func ValidateSandboxWarmPoolUpdate(newP, oldP *extensions.SandboxWarmPool) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSandboxWarmPoolSpec(&newP.Spec, field.NewPath("spec"))...)
 	return allErrs
 }
@@ -42,7 +42,7 @@ func ValidateSandboxWarmPoolUpdate(newP, oldP *extensions.SandboxWarmPool) field
 // required to be non-negative: readyReplicas may briefly exceed replicas while the controller
 // catches up, and neither is compared with spec.replicas.
 func ValidateSandboxWarmPoolStatusUpdate(newP, oldP *extensions.SandboxWarmPool) field.ErrorList {
-	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
+	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	st := &newP.Status
 	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.Replicas), statusPath.Child("replicas"))...)

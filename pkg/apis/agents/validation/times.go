@@ -1,0 +1,54 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package validation
+
+import (
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidateTime refuses a time with no RFC 3339 form in UTC, that is a year outside 0-9999 once the
+// offset is applied ("9999-12-31T23:59:59-23:59"): it would be stored as JSON nobody can read
+// back, and every read of its kind would fail.
+func ValidateTime(t *metav1.Time, fldPath *field.Path) field.ErrorList {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return field.ErrorList{field.Invalid(fldPath, t.UTC().String(), "must be a time between the years 0 and 9999 in UTC")}
+	}
+	return nil
+}
+
+// ValidateConditionTimes checks the lastTransitionTime of every condition.
+func ValidateConditionTimes(conditions []metav1.Condition, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range conditions {
+		allErrs = append(allErrs, ValidateTime(&conditions[i].LastTransitionTime, fldPath.Index(i).Child("lastTransitionTime"))...)
+	}
+	return allErrs
+}
+
+// ValidateObjectMeta is the standard object metadata validation plus the times clients may set
+// (managedFields).
+func ValidateObjectMeta(meta *metav1.ObjectMeta, nameFn apimachineryvalidation.ValidateNameFunc, fldPath *field.Path) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(meta, true, nameFn, fldPath)
+	return append(allErrs, validateManagedFieldsTimes(meta, fldPath)...)
+}
+
+// ValidateObjectMetaUpdate is the standard metadata update validation plus the times clients may
+// set (managedFields).
+func ValidateObjectMetaUpdate(newMeta, oldMeta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(newMeta, oldMeta, fldPath)
+	return append(allErrs, validateManagedFieldsTimes(newMeta, fldPath)...)
+}
+
+func validateManagedFieldsTimes(meta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range meta.ManagedFields {
+		allErrs = append(allErrs, ValidateTime(meta.ManagedFields[i].Time, fldPath.Child("managedFields").Index(i).Child("time"))...)
+	}
+	return allErrs
+}
