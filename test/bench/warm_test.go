@@ -256,4 +256,3 @@ func (c *cluster) watchClaimsReady(ctx context.Context, b *testing.B, ns string)
 	}()
 	return r, w.Stop
 }
-

@@ -360,4 +360,3 @@ func TestWarmPoolUpdateStrategies(t *testing.T) {
 		t.Errorf("OnReplenish pool members changed from %q to %q", before["replenish"], after)
 	}
 }
-
