@@ -84,7 +84,23 @@ type Controller struct {
 	// warning is recorded once rather than on every pass.
 	missingMu sync.Mutex
 	missing   map[string]string
+
+	// adoptions holds, per pool, when claims started and last took members: refilling waits for
+	// a burst of claims to pass (see refillWait).
+	adoptionsMu sync.Mutex
+	adoptions   map[string]adoptionBurst
 }
+
+// adoptionBurst is a run of claims taking members from one pool.
+type adoptionBurst struct{ first, last time.Time }
+
+const (
+	// refillHold is how long after the last adoption a pool waits before making new members, so
+	// that during a burst of claims the server serves the claims first and refills after.
+	refillHold = time.Second
+	// refillHoldMax bounds that wait under a steady stream of claims.
+	refillHoldMax = 2 * time.Second
+)
 
 // Config is what the controller needs from the process.
 type Config struct {
@@ -109,6 +125,7 @@ func New(c Config) (*Controller, error) {
 		clock:        clock.RealClock{},
 		workers:      max(c.Workers, 1),
 		maxBatchSize: c.MaxBatchSize,
+		adoptions:    map[string]adoptionBurst{},
 		pools:        c.Pools.Lister(),
 		poolIndex:    c.Pools.Informer().GetIndexer(),
 		templates:    c.Templates.Lister(),
@@ -288,12 +305,51 @@ func (c *Controller) updateSandbox(oldObj, newObj any) {
 			keys = append(keys, key)
 		}
 	}
+	if ref := metav1.GetControllerOfNoCopy(cur); ref != nil && ref.Kind == "SandboxClaim" {
+		for _, key := range c.poolKeysOf(old) {
+			c.noteAdoption(key)
+		}
+	}
 	for _, key := range keys {
 		if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
 			c.exp.deleted(key, cur.UID)
 		}
 		c.loop.Queue.Add(key)
 	}
+}
+
+// noteAdoption records that a claim just took a member of the pool.
+func (c *Controller) noteAdoption(key string) {
+	now := c.clock.Now()
+	c.adoptionsMu.Lock()
+	defer c.adoptionsMu.Unlock()
+	b, ok := c.adoptions[key]
+	if !ok {
+		b.first = now
+	}
+	b.last = now
+	c.adoptions[key] = b
+}
+
+// refillWait is how long the pool should still wait before refilling: until refillHold after the
+// last adoption, but no longer than refillHoldMax after the first of the burst.
+func (c *Controller) refillWait(key string) time.Duration {
+	now := c.clock.Now()
+	c.adoptionsMu.Lock()
+	defer c.adoptionsMu.Unlock()
+	b, ok := c.adoptions[key]
+	if !ok {
+		return 0
+	}
+	due := b.last.Add(refillHold)
+	if limit := b.first.Add(refillHoldMax); limit.Before(due) {
+		due = limit
+	}
+	if wait := due.Sub(now); wait > 0 {
+		return wait
+	}
+	delete(c.adoptions, key)
+	return 0
 }
 
 func (c *Controller) deleteSandbox(obj any) {

@@ -282,6 +282,10 @@ func (c *Controller) manage(ctx context.Context, key string, pool *extensionsv1b
 	creates := 0
 	if diff > 0 && rev != nil {
 		creates = min(diff, c.maxBatchSize)
+		if wait := c.refillWait(key); wait > 0 {
+			c.requeueAfter(key, wait)
+			creates = 0
+		}
 	}
 	if creates == 0 && len(deletes) == 0 {
 		return nil
