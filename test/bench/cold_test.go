@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
 )
 
 // ColdResult is the content of _output/bench/cold.json.
@@ -51,50 +53,47 @@ func BenchmarkColdStart(b *testing.B) {
 	res := ColdResult{Machine: machine(), Sandboxes: sandboxes, Clients: clients,
 		Note: "writes per sandbox leave out pod status writes by kwok (the kubelet's share), bindings (the scheduler's) and events"}
 
-	pods, err := c.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pods.Stop()
+	// Informers rather than bare watches: under this load a watch may be closed and must resume.
 	var mu sync.Mutex
 	podSeen := map[string]time.Time{}
-	go func() {
-		for ev := range pods.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
-				mu.Lock()
-				podSeen[p.Name] = time.Now()
-				mu.Unlock()
-			}
+	sandboxSeen := map[string]time.Time{}
+	readyAt := &readyTimes{at: map[string]time.Time{}}
+	firstSeen := func(m map[string]time.Time, name string) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := m[name]; !ok {
+			m[name] = now
 		}
-	}()
-	sbWatch, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
+	}
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(ns))
+	podInformer := kubeFactory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		firstSeen(podSeen, obj.(*corev1.Pod).Name)
+	}}); err != nil {
 		b.Fatal(err)
 	}
-	defer sbWatch.Stop()
-	readyAt := &readyTimes{at: map[string]time.Time{}}
-	sandboxSeen := map[string]time.Time{}
-	go func() {
-		for ev := range sbWatch.ResultChan() {
-			sb, ok := ev.Object.(*agentsv1beta1.Sandbox)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			if ev.Type == watch.Added {
-				mu.Lock()
-				sandboxSeen[sb.Name] = now
-				mu.Unlock()
-			}
-			if meta.IsStatusConditionTrue(sb.Status.Conditions, "Ready") {
-				readyAt.mu.Lock()
-				if _, seen := readyAt.at[sb.Name]; !seen {
-					readyAt.at[sb.Name] = now
-				}
-				readyAt.mu.Unlock()
-			}
+	ourFactory := externalversions.NewSharedInformerFactoryWithOptions(c.sandbox, 0, externalversions.WithNamespace(ns))
+	sbInformer := ourFactory.Agents().V1beta1().Sandboxes().Informer()
+	onSandbox := func(obj any) {
+		sb := obj.(*agentsv1beta1.Sandbox)
+		firstSeen(sandboxSeen, sb.Name)
+		if meta.IsStatusConditionTrue(sb.Status.Conditions, "Ready") {
+			readyAt.see(sb.Name, time.Now())
 		}
-	}()
+	}
+	if _, err := sbInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onSandbox, UpdateFunc: func(_, obj any) { onSandbox(obj) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	kubeFactory.Start(stop)
+	ourFactory.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, sbInformer.HasSynced) {
+		b.Fatal("informers did not sync")
+	}
 
 	mainBefore, err := c.mainWrites(ctx)
 	if err != nil {

@@ -16,10 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
 )
 
 // WarmRun is one warm-pool measurement.
@@ -230,29 +231,37 @@ func (r *readyTimes) get(name string) time.Time {
 	return r.at[name]
 }
 
-// watchClaimsReady watches the claims of ns and records when each turns Ready.
+// watchClaimsReady follows the claims of ns with an informer (which lists and watches again
+// whenever a watch is closed under load) and records when each turns Ready.
 func (c *cluster) watchClaimsReady(ctx context.Context, b *testing.B, ns string) (*readyTimes, func()) {
-	w, err := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
+	r := &readyTimes{at: map[string]time.Time{}}
+	record := func(obj any) {
+		claim, ok := obj.(*extensionsv1beta1.SandboxClaim)
+		if !ok || !meta.IsStatusConditionTrue(claim.Status.Conditions, "Ready") {
+			return
+		}
+		r.see(claim.Name, time.Now())
+	}
+	factory := externalversions.NewSharedInformerFactoryWithOptions(c.sandbox, 0, externalversions.WithNamespace(ns))
+	informer := factory.Extensions().V1beta1().SandboxClaims().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
 		b.Fatal(err)
 	}
-	r := &readyTimes{at: map[string]time.Time{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			claim, ok := ev.Object.(*extensionsv1beta1.SandboxClaim)
-			if !ok || !meta.IsStatusConditionTrue(claim.Status.Conditions, "Ready") {
-				continue
-			}
-			now := time.Now()
-			r.mu.Lock()
-			if _, seen := r.at[claim.Name]; !seen {
-				r.at[claim.Name] = now
-			}
-			r.mu.Unlock()
-		}
-	}()
-	return r, w.Stop
+	stop := make(chan struct{})
+	factory.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		b.Fatal("claim informer did not sync")
+	}
+	return r, func() { close(stop); factory.Shutdown() }
+}
+
+// see records t as when name turned Ready, unless it was seen before.
+func (r *readyTimes) see(name string, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.at[name]; !seen {
+		r.at[name] = t
+	}
 }
