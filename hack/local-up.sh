@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
 # Local control plane: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok (fake Nodes that run Pods) and sandbox-apiserver behind
-# the aggregator, all as background processes on 127.0.0.1.
+# kube-scheduler, kwok (fake Nodes that run Pods), sandbox-etcd (the etcd of
+# sandbox-apiserver alone) and sandbox-apiserver behind the aggregator, all as
+# background processes on 127.0.0.1. They start in this order and stop in the
+# reverse one.
 #
 # Usage: hack/local-up.sh start|stop|status|restart
 #        hack/local-up.sh start-sandbox-apiserver|stop-sandbox-apiserver|restart-sandbox-apiserver
+#        hack/local-up.sh kill-sandbox-apiserver   (SIGKILL, no graceful stop)
+#        hack/local-up.sh stop-sandbox-etcd|start-sandbox-etcd
+#        hack/local-up.sh restart-kube-apiserver   (stop and start it alone, wait for /readyz)
 #
-# Everything lives under _output/local/: logs/, pids/, data/, certs/,
-# kubeconfigs/ and the admin kubeconfig. Binaries come from _output/tools/bin
-# (hack/build-tools.sh) and _output/bin/sandbox-apiserver (make build).
+# start is idempotent: running components are left alone, stopped ones are
+# started. A sandbox-apiserver found running an embedded etcd (as a version of
+# this script from before sandbox-etcd started it, in the same data directory)
+# is restarted on sandbox-etcd, keeping its data.
+# kill-sandbox-apiserver, stop-sandbox-etcd and restart-kube-apiserver disturb
+# one component for the fault tests (test/e2e/faults_test.go) and leave the
+# others running; start brings back whatever they left down.
+#
+# Everything lives under _output/local/: logs/, pids/, data/ (etcd/,
+# sandbox-etcd/), certs/, kubeconfigs/ and the admin kubeconfig. Binaries come
+# from _output/tools/bin (hack/build-tools.sh) and _output/bin/sandbox-apiserver
+# (make build).
 #
 # Environment (defaults in brackets):
 #   ETCD_PORT [2379] ETCD_PEER_PORT [2380] KUBE_APISERVER_PORT [6443]
 #   KUBE_CONTROLLER_MANAGER_PORT [10257] KUBE_SCHEDULER_PORT [10259]
-#   KWOK_PORT [10247] SANDBOX_APISERVER_PORT [8443]
+#   KWOK_PORT [10247] SANDBOX_ETCD_PORT [2381] SANDBOX_ETCD_PEER_PORT [2382]
+#   SANDBOX_APISERVER_PORT [8443]
 #   SANDBOX_APISERVER_BIN [_output/bin/sandbox-apiserver]
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
-#   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver
+#   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
+#                             runs, for a server started by hand)
 #   KWOK_NODES [3]            number of fake Nodes
 #   START_TIMEOUT [90]        seconds each component has to become ready
 #   APISERVICE_TIMEOUT [120]  seconds the APIServices have to become Available
@@ -43,6 +59,8 @@ KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-6443}"
 KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-10257}"
 KUBE_SCHEDULER_PORT="${KUBE_SCHEDULER_PORT:-10259}"
 KWOK_PORT="${KWOK_PORT:-10247}"
+SANDBOX_ETCD_PORT="${SANDBOX_ETCD_PORT:-2381}"
+SANDBOX_ETCD_PEER_PORT="${SANDBOX_ETCD_PEER_PORT:-2382}"
 SANDBOX_APISERVER_PORT="${SANDBOX_APISERVER_PORT:-8443}"
 SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apiserver}"
 SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
@@ -63,7 +81,7 @@ APISERVICES=(
 )
 
 # Start order; stop runs it backwards.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok sandbox-apiserver)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok sandbox-etcd sandbox-apiserver)
 
 kubectl_admin() {
   "${TOOLS_BIN}/kubectl" --kubeconfig "${ADMIN_KUBECONFIG}" --request-timeout=20s "$@"
@@ -75,6 +93,7 @@ kubectl_admin() {
 component_bin() {
   case "$1" in
     sandbox-apiserver) echo "${SANDBOX_APISERVER_BIN}" ;;
+    sandbox-etcd) echo "${TOOLS_BIN}/etcd" ;;
     *) echo "${TOOLS_BIN}/$1" ;;
   esac
 }
@@ -86,6 +105,7 @@ component_ports() {
     kube-controller-manager) echo "${KUBE_CONTROLLER_MANAGER_PORT}" ;;
     kube-scheduler) echo "${KUBE_SCHEDULER_PORT}" ;;
     kwok) echo "${KWOK_PORT}" ;;
+    sandbox-etcd) echo "${SANDBOX_ETCD_PORT} ${SANDBOX_ETCD_PEER_PORT}" ;;
     sandbox-apiserver) echo "${SANDBOX_APISERVER_PORT}" ;;
   esac
 }
@@ -498,6 +518,32 @@ start_kwok() {
   wait_ready kwok probe_kwok
 }
 
+probe_sandbox_etcd() {
+  curl -fsS --max-time 2 "http://127.0.0.1:${SANDBOX_ETCD_PORT}/health" | grep -q '"health":"true"'
+}
+
+# sandbox-etcd holds the sandbox objects only, so it can be stopped and started
+# on its own. Its data directory is the one the embedded etcd of earlier
+# versions used; etcd keeps a single-member cluster's data across such a move.
+# History is compacted like the embedded etcd did (periodic, 5m).
+start_sandbox_etcd() {
+  mkdir -p "${DATA}/sandbox-etcd"
+  chmod 700 "${DATA}/sandbox-etcd"
+  launch sandbox-etcd \
+    --name=sandbox-etcd \
+    --data-dir="${DATA}/sandbox-etcd" \
+    --listen-client-urls="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --advertise-client-urls="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --listen-peer-urls="http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls="http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --initial-cluster="sandbox-etcd=http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --initial-cluster-state=new \
+    --auto-compaction-mode=periodic \
+    --auto-compaction-retention=5m \
+    --log-level=warn
+  wait_ready sandbox-etcd probe_sandbox_etcd
+}
+
 probe_sandbox_apiserver() {
   curl -fsS --max-time 3 --cacert "${CERTS}/ca.crt" \
     "https://127.0.0.1:${SANDBOX_APISERVER_PORT}/readyz" | grep -qx ok
@@ -507,7 +553,6 @@ start_sandbox_apiserver() {
   local kc="${KUBECONFIGS}/sandbox-apiserver.kubeconfig" extra=()
   # shellcheck disable=SC2206 # word splitting of the extra flags is intended
   [[ -n "${SANDBOX_APISERVER_ARGS}" ]] && extra=(${SANDBOX_APISERVER_ARGS})
-  mkdir -p "${DATA}/sandbox-etcd"
   launch sandbox-apiserver \
     --secure-port="${SANDBOX_APISERVER_PORT}" \
     --bind-address=127.0.0.1 \
@@ -516,7 +561,7 @@ start_sandbox_apiserver() {
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
     --authorization-kubeconfig="${kc}" \
-    --etcd-data-dir="${DATA}/sandbox-etcd" \
+    --etcd-servers="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
     "${extra[@]}"
   wait_ready sandbox-apiserver probe_sandbox_apiserver
 }
@@ -636,6 +681,7 @@ cmd_start() {
   start_component kube-scheduler
   start_component kwok
   make_nodes
+  start_sandbox_etcd_first
   if [[ -n "${SKIP_SANDBOX_APISERVER}" ]]; then
     log "SKIP_SANDBOX_APISERVER set: sandbox-apiserver not started"
   else
@@ -687,16 +733,77 @@ cmd_status() {
   return "${rc}"
 }
 
+# sandbox_apiserver_embedded: the running sandbox-apiserver was started without
+# --etcd-servers, so it runs an embedded etcd (a version of this script from
+# before sandbox-etcd started it so).
+sandbox_apiserver_embedded() {
+  local pid args
+  pid="$(pid_of sandbox-apiserver)" || return 1
+  args="$(tr '\0' '\n' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
+  [[ $'\n'"${args}" != *$'\n--etcd-servers='* ]]
+}
+
+# start_sandbox_etcd_first starts sandbox-etcd unless it runs. A sandbox-apiserver
+# with an embedded etcd holds the same data directory: it is stopped first, and
+# the caller starts it again on sandbox-etcd. One already on sandbox-etcd (which
+# was stopped) is left running; it reconnects by itself.
+start_sandbox_etcd_first() {
+  is_running sandbox-etcd && return 0
+  if is_running sandbox-apiserver && sandbox_apiserver_embedded; then
+    log "sandbox-apiserver runs an embedded etcd: restarting it on sandbox-etcd (same data directory)"
+    stop_component sandbox-apiserver
+  fi
+  start_component sandbox-etcd
+}
+
 cmd_start_sandbox_apiserver() {
   prepare
   is_running kube-apiserver || die "kube-apiserver is not running (run: hack/local-up.sh start)"
   sandbox_binary_present || exit 1
+  start_sandbox_etcd_first
   start_component sandbox-apiserver
   wait_apiservices
 }
 
+cmd_start_sandbox_etcd() {
+  prepare
+  start_component sandbox-etcd
+}
+
+# cmd_kill_sandbox_apiserver ends sandbox-apiserver with SIGKILL: no graceful
+# shutdown, no lease released, requests in flight cut off.
+cmd_kill_sandbox_apiserver() {
+  local pid i
+  if ! is_running sandbox-apiserver; then
+    log "sandbox-apiserver: not running"
+    rm -f "${PIDS}/sandbox-apiserver.pid"
+    return 0
+  fi
+  pid="$(pid_of sandbox-apiserver)"
+  log "sandbox-apiserver: sending SIGKILL (PID ${pid})"
+  kill -KILL "${pid}" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    pid_alive "${pid}" || break
+    sleep 0.1
+  done
+  pid_alive "${pid}" && die "sandbox-apiserver: PID ${pid} survived SIGKILL"
+  rm -f "${PIDS}/sandbox-apiserver.pid"
+  log "sandbox-apiserver: killed"
+}
+
+# cmd_restart_kube_apiserver stops and starts kube-apiserver alone (its etcd,
+# the controllers, kwok and sandbox-apiserver keep running) and waits for its
+# /readyz.
+cmd_restart_kube_apiserver() {
+  prepare
+  is_running etcd || die "etcd is not running (run: hack/local-up.sh start)"
+  stop_component kube-apiserver
+  start_component kube-apiserver
+}
+
+# usage prints the comment block at the top of this file.
 usage() {
-  sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 
@@ -708,5 +815,9 @@ case "${1:-}" in
   start-sandbox-apiserver) cmd_start_sandbox_apiserver ;;
   stop-sandbox-apiserver) stop_component sandbox-apiserver ;;
   restart-sandbox-apiserver) stop_component sandbox-apiserver; cmd_start_sandbox_apiserver ;;
+  kill-sandbox-apiserver) cmd_kill_sandbox_apiserver ;;
+  start-sandbox-etcd) cmd_start_sandbox_etcd ;;
+  stop-sandbox-etcd) stop_component sandbox-etcd ;;
+  restart-kube-apiserver) cmd_restart_kube_apiserver ;;
   *) usage ;;
 esac
