@@ -123,6 +123,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
 		return nil, err
 	}
+	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
 	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers}).Complete().New()
 }
 
