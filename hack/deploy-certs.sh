@@ -91,28 +91,13 @@ new_key() {
 
 # make_ca NAME CN: a CA, made once and reused.
 make_ca() {
-  local name="$1" cn="$2" cfg
+  local name="$1" cn="$2"
   if [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]]; then
     log "certs: reusing ${name}.crt ($(openssl x509 -in "${CERTS}/${name}.crt" -noout -subject))"
     return 0
   fi
   log "certs: new CA ${name}.crt (CN ${cn}, ${CA_DAYS} days)"
-  new_key "${CERTS}/${name}.key"
-  cfg="$(mktemp)"
-  cat >"${cfg}" <<EOF
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = ${cn}
-[ext]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-EOF
-  openssl req -x509 -new -key "${CERTS}/${name}.key" -sha256 -days "${CA_DAYS}" \
-    -config "${cfg}" -extensions ext -out "${CERTS}/${name}.crt"
-  rm -f "${cfg}"
+  write_ca "${CERTS}/${name}.key" "${CERTS}/${name}.crt" "${cn}" "${CA_DAYS}"
 }
 
 # make_cert NAME CA CN EKU SAN...: a leaf signed by CA with the extended key

@@ -267,26 +267,11 @@ new_key() {
 
 # make_ca NAME CN
 make_ca() {
-  local name="$1" cn="$2" cfg
+  local name="$1" cn="$2"
   [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]] && return 0
   log "certs: ${name} (CA ${cn})"
   rm -f "${CERTS}/${name}.crt"
-  new_key "${CERTS}/${name}.key"
-  cfg="$(mktemp)"
-  cat >"${cfg}" <<EOF
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = ${cn}
-[ext]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-EOF
-  openssl req -x509 -new -key "${CERTS}/${name}.key" -sha256 -days 3650 \
-    -config "${cfg}" -extensions ext -out "${CERTS}/${name}.crt"
-  rm -f "${cfg}"
+  write_ca "${CERTS}/${name}.key" "${CERTS}/${name}.crt" "${cn}" 3650
 }
 
 # make_cert NAME CA CN ORG(-) server|client [SAN...]: a leaf signed by CA;

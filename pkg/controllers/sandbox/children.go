@@ -265,7 +265,7 @@ func (c *Controller) deleteChildren(ctx context.Context, sb *agentsv1beta1.Sandb
 		podGone = true // not ours to wait for
 	}
 	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && ownership.Of(svc, sb.UID) == ownership.Owned {
-		errs = append(errs, ignoreNotFound(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
+		errs = append(errs, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
 			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}})))
 	}
 	if withClaims {
@@ -274,14 +274,16 @@ func (c *Controller) deleteChildren(ctx context.Context, sb *agentsv1beta1.Sandb
 			if err != nil || ownership.Of(pvc, sb.UID) != ownership.Owned || pvc.DeletionTimestamp != nil {
 				continue
 			}
-			errs = append(errs, ignoreNotFound(c.kube.CoreV1().PersistentVolumeClaims(sb.Namespace).Delete(ctx, pvc.Name,
+			errs = append(errs, ignoreGone(c.kube.CoreV1().PersistentVolumeClaims(sb.Namespace).Delete(ctx, pvc.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pvc.UID}})))
 		}
 	}
 	return podGone, errors.Join(errs...)
 }
 
-func ignoreNotFound(err error) error {
+// ignoreGone drops the errors of a delete whose object is already gone or was replaced since
+// (the UID precondition failed): there is nothing left of ours to delete.
+func ignoreGone(err error) error {
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
@@ -376,7 +378,7 @@ func (c *Controller) reconcileService(ctx context.Context, sb *agentsv1beta1.San
 		return nil, ownership.Conflict("Service", svc)
 	case want != nil && !*want:
 		if state == ownership.Owned && svc.DeletionTimestamp == nil {
-			return nil, ignoreNotFound(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
+			return nil, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}}))
 		}
 		return nil, nil
