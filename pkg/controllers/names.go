@@ -11,7 +11,9 @@ const (
 	SandboxTemplate = "sandboxtemplate"
 	SandboxWarmPool = "sandboxwarmpool"
 	SandboxClaim    = "sandboxclaim"
+	// NamespaceCleanup deletes the objects left in namespaces the cluster no longer has.
+	NamespaceCleanup = "namespacecleanup"
 )
 
 // All lists every controller.
-var All = []string{Sandbox, SandboxTemplate, SandboxWarmPool, SandboxClaim}
+var All = []string{Sandbox, SandboxTemplate, SandboxWarmPool, SandboxClaim, NamespaceCleanup}

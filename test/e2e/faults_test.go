@@ -1085,13 +1085,7 @@ func TestFaultNamespaceDeletion(t *testing.T) {
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxclaim", "--all", "--timeout=120s")
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/plain", "--timeout=120s")
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.readyReplicas}=3", "sandboxwarmpool/pool", "--timeout=120s")
-	ours := ourObjectUIDs(t, client, ns)
-	deps, err := dependents(ctx, kube, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fig.set("objects", len(ours))
-	fig.set("dependents", len(deps))
+	countContents(t, fig, kube, client, ns)
 
 	start := time.Now()
 	kubectl(t, "delete", "namespace", ns, "--wait=false")
@@ -1119,4 +1113,62 @@ func TestFaultNamespaceDeletion(t *testing.T) {
 	if left, err := dependents(ctx, kube, ns); err != nil || len(left) > 0 {
 		t.Errorf("children left in the deleted namespace: %v (%v)", slices.Sorted(maps.Keys(left)), err)
 	}
+}
+
+// TestFaultNamespaceForceFinalized removes a namespace from the cluster without the namespace
+// controller deleting our objects first, as a user's force-finalize of a namespace stuck while this
+// server was away does: the namespacecleanup controller sees it gone and deletes our objects left
+// in it, and with them their pods and NetworkPolicy.
+func TestFaultNamespaceForceFinalized(t *testing.T) {
+	fig := newFigures(t)
+	ns := newNamespace(t)
+	ctx := context.Background()
+	kube, client := faultClients(t, 20*time.Second, 50)
+
+	applyYAML(t, ns, fmt.Sprintf(faultTemplate, "agent")+"---\n"+fmt.Sprintf(faultPool, "pool", 2, "agent")+"---\n"+
+		fmt.Sprintf(faultSandbox, "plain")+"---\n"+fmt.Sprintf(faultClaim, "claim", "agent"))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxclaim/claim", "sandbox/plain", "--timeout=120s")
+	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.readyReplicas}=2", "sandboxwarmpool/pool", "--timeout=120s")
+	countContents(t, fig, kube, client, ns)
+
+	// Without its "kubernetes" finalizer the namespace controller deletes nothing in the
+	// namespace: the first delete only marks it, the second removes it. That is what a
+	// force-finalize leaves.
+	namespace, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespace.Spec.Finalizers = nil
+	if _, err := kube.CoreV1().Namespaces().Finalize(ctx, namespace, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	kubectl(t, "delete", "namespace", ns, "--wait=false")
+	kubectl(t, "delete", "namespace", ns, "--timeout=30s")
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace %s still there after its finalizer-less delete: %v", ns, err)
+	}
+
+	eventually(t, 2*time.Minute, "our objects and their dependents in "+ns+" to be deleted", func() (bool, string) {
+		left := ourObjectUIDs(t, client, ns)
+		leftDeps, err := dependents(ctx, kube, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(left)+len(leftDeps) == 0, fmt.Sprintf("ours: %v; dependents: %v",
+			slices.Sorted(maps.Keys(left)), slices.Sorted(maps.Keys(leftDeps)))
+	})
+	fig.set("cleaned_up_seconds", seconds(time.Since(start)))
+}
+
+// countContents records in the figures "objects" and "dependents" how many of our objects ns holds
+// and how many children of theirs the cluster holds there.
+func countContents(t *testing.T, fig *figures, kube kubernetes.Interface, client versioned.Interface, ns string) {
+	t.Helper()
+	deps, err := dependents(context.Background(), kube, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig.set("objects", len(ourObjectUIDs(t, client, ns)))
+	fig.set("dependents", len(deps))
 }

@@ -25,6 +25,13 @@ import (
 // etcdPrefix is where objects live in etcd; the etcd is this server's own, not the cluster's.
 const etcdPrefix = "/registry/sandbox-apiserver"
 
+// coreAPIQPS and coreAPIBurst limit the server's own requests to the cluster (admission's
+// namespace lookups among them), as high as the delegated authentication and authorization clients.
+const (
+	coreAPIQPS   = 200
+	coreAPIBurst = 400
+)
+
 // kubernetesVersion is the Kubernetes minor whose API machinery the server is built on; it decides
 // which generic features and API behaviours are on.
 const kubernetesVersion = "1.36"
@@ -44,7 +51,8 @@ type Options struct {
 }
 
 // NewOptions returns the defaults: delegated authentication and authorization against the cluster,
-// the recommended admission plugins (NamespaceLifecycle among them), and storage in v1beta1.
+// the recommended admission plugins (with SandboxNamespaceLifecycle in place of
+// NamespaceLifecycle), and storage in v1beta1.
 func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
@@ -61,6 +69,7 @@ func NewOptions() *Options {
 	// stored: a larger body is a 413, not a 500 from etcd.
 	o.ServerRun.MaxRequestBodyBytes = 1 << 20
 	o.RecommendedOptions.SecureServing.BindPort = 8443
+	apiserver.UseNamespaceLifecycle(o.RecommendedOptions.Admission)
 	return o
 }
 
@@ -120,7 +129,19 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
 	config.OpenAPIV3Config.Info.Title = "sandbox-apiserver"
 
-	if err := o.RecommendedOptions.ApplyTo(config); err != nil {
+	// The cluster client comes first so its rate limit can be raised before admission gets it:
+	// NamespaceLifecycle asks the cluster about every namespace its cache does not show yet (a new
+	// one, or one deleted under objects still stored here), and at client-go's default of 5
+	// requests a second those lookups held up every create behind them for seconds.
+	if err := o.RecommendedOptions.CoreAPI.ApplyTo(config); err != nil {
+		return nil, err
+	}
+	if config.ClientConfig != nil {
+		config.ClientConfig.QPS, config.ClientConfig.Burst = coreAPIQPS, coreAPIBurst
+	}
+	recommended := *o.RecommendedOptions
+	recommended.CoreAPI = nil
+	if err := recommended.ApplyTo(config); err != nil {
 		return nil, err
 	}
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)

@@ -27,6 +27,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespacecleanup"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxtemplate"
@@ -113,6 +114,8 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	// The templates' NetworkPolicies carry the template-ref hash label.
 	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
+	// Namespaces are few; the namespace cleanup watches them all.
+	cluster := informers.NewSharedInformerFactory(kube, 0)
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -181,14 +184,30 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
 	}
+	if o.Enabled(namespacecleanup.Name) {
+		ctrl, err := namespacecleanup.New(namespacecleanup.Config{
+			Kube:       kube,
+			Client:     client,
+			Namespaces: cluster.Core().V1().Namespaces(),
+			Sandboxes:  ours.Agents().V1beta1().Sandboxes(),
+			Claims:     ours.Extensions().V1beta1().SandboxClaims(),
+			WarmPools:  ours.Extensions().V1beta1().SandboxWarmPools(),
+			Templates:  ours.Extensions().V1beta1().SandboxTemplates(),
+		})
+		if err != nil {
+			return fmt.Errorf("namespacecleanup controller: %w", err)
+		}
+		wg.Go(func() { ctrl.Run(ctx) })
+	}
 	metrics.RegisterSandboxCollector(ours.Agents().V1beta1().Sandboxes().Lister())
 	defer metrics.RegisterSandboxCollector(nil)
-	for _, f := range []interface{ Start(<-chan struct{}) }{children, policies, ours} {
+	for _, f := range []interface{ Start(<-chan struct{}) }{children, policies, cluster, ours} {
 		f.Start(ctx.Done())
 	}
 	wg.Wait()
 	children.Shutdown()
 	policies.Shutdown()
+	cluster.Shutdown()
 	ours.Shutdown()
 	return nil
 }
