@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -85,13 +86,33 @@ func (c *cluster) namespace(b *testing.B, prefix string) string {
 	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		err := c.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			b.Logf("deleting namespace %s: %v", ns, err)
-		}
-	})
+	b.Cleanup(func() { c.deleteNamespace(b, ns) })
 	return ns
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its cleanup (hundreds of
+// sandboxes and pods deleted) is never measured as part of the next run.
+func (c *cluster) deleteNamespace(b *testing.B, ns string) {
+	b.Helper()
+	ctx := context.Background()
+	err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		b.Logf("deleting namespace %s: %v", ns, err)
+		return
+	}
+	start := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		b.Logf("namespace %s not gone after %s: %v", ns, time.Since(start).Round(time.Second), err)
+		return
+	}
+	b.Logf("namespace %s deleted in %s", ns, time.Since(start).Round(time.Millisecond))
 }
 
 // writeCounts is a snapshot of mutating requests served, by "resource[/subresource] VERB".

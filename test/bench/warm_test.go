@@ -210,6 +210,7 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 		run.OurWrites["sandboxes PUT"]) / float64(claims)
 	b.Logf("%s: main writes %v", prefix, run.MainWrites)
 	b.Logf("%s: our writes %v", prefix, run.OurWrites)
+	c.deleteNamespace(b, ns)
 	return run
 }
 

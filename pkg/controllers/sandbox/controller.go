@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -21,6 +22,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
@@ -59,6 +61,7 @@ type Controller struct {
 	// held-back first status must be written at the latest.
 	podStarting      sync.Map
 	firstStatusDelay time.Duration
+	writtenStatus    *writtenstatus.Cache[agentsv1beta1.SandboxStatus]
 
 	sandboxes agentslisters.SandboxLister
 	pods      corelisters.PodLister
@@ -91,6 +94,7 @@ func New(c Config) (*Controller, error) {
 		workers: c.Workers,
 		// A variable so tests can turn it off.
 		firstStatusDelay: defaultFirstStatusDelay,
+		writtenStatus:    writtenstatus.New(sameStatus),
 		sandboxes:        c.Sandboxes.Lister(),
 		pods:             c.Pods.Lister(),
 		services:         c.Services.Lister(),
@@ -104,7 +108,16 @@ func New(c Config) (*Controller, error) {
 	if _, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    ctrl.loop.Enqueue,
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
-		DeleteFunc: ctrl.loop.Enqueue,
+		DeleteFunc: func(obj any) {
+			sb, ok := obj.(*agentsv1beta1.Sandbox)
+			if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+				sb, ok = tombstone.Obj.(*agentsv1beta1.Sandbox)
+			}
+			if ok {
+				ctrl.writtenStatus.Forget(sb.UID)
+			}
+			ctrl.loop.Enqueue(obj)
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -143,4 +156,13 @@ func (c *Controller) enqueueOwner(obj any) {
 		return
 	}
 	c.loop.Queue.Add(child.GetNamespace() + "/" + ref.Name)
+}
+
+// sameStatus compares two statuses but not the transition times of their conditions.
+func sameStatus(a, b agentsv1beta1.SandboxStatus) bool {
+	if !writtenstatus.SameConditions(a.Conditions, b.Conditions) {
+		return false
+	}
+	a.Conditions, b.Conditions = nil, nil
+	return apiequality.Semantic.DeepEqual(a, b)
 }

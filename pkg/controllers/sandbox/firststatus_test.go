@@ -8,8 +8,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	agentsfake "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
 )
 
 // TestFirstStatusHeldWhilePodStarts: the first status of a new Sandbox waits up to the delay for
@@ -83,5 +89,50 @@ func makeReady(t *testing.T, f *fixture) {
 	readyPod("10.0.0.9")(pod)
 	if _, err := f.kube.CoreV1().Pods(testNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatusNotWrittenAgainFromStaleCache: a sync from a cache that has not yet seen the
+// controller's own status write does not write that status again (it could only conflict), and
+// once the cache shows the write, a change is written as usual.
+func TestStatusNotWrittenAgainFromStaleCache(t *testing.T) {
+	// The API answers a status write with a new resourceVersion, as the server does.
+	bumpResourceVersion := func(_ *kubefake.Clientset, client *agentsfake.Clientset) {
+		client.PrependReactor("update", "sandboxes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			sb := a.(clienttesting.UpdateAction).GetObject().(*agentsv1beta1.Sandbox).DeepCopy()
+			sb.ResourceVersion = "11"
+			return true, sb, client.Tracker().Update(a.GetResource(), sb, a.GetNamespace())
+		})
+	}
+	f := newFixture(t, world{sandbox: newSandbox(), cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.9"))},
+		reactors: bumpResourceVersion})
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.writes(), []string{"update sandboxes/status"}; !slices.Equal(got, want) {
+		t.Fatalf("first sync writes = %q, want %q", got, want)
+	}
+	// The cache still holds the Sandbox at resourceVersion 10, without the Ready status.
+	f.client.ClearActions()
+	f.c.now = func() time.Time { return testNow.Add(time.Second) } // a later transition time
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Fatalf("sync from the stale cache writes %q, want nothing", got)
+	}
+
+	f.refreshCaches() // now at resourceVersion 11, Ready
+	pod, err := f.kube.CoreV1().Pods(testNS).Get(t.Context(), testName, metav1.GetOptions{})
+	f.must(err)
+	pod.Status.Phase = corev1.PodSucceeded
+	_, err = f.kube.CoreV1().Pods(testNS).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+	f.must(err)
+	f.refreshCaches()
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.writes(), []string{"update sandboxes/status"}; !slices.Equal(got, want) {
+		t.Fatalf("after the pod finished, writes = %q, want %q", got, want)
 	}
 }

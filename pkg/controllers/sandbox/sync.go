@@ -224,12 +224,16 @@ func finishedCondition(pod *corev1.Pod) *metav1.Condition {
 	return cond
 }
 
-// writeStatus writes the status subresource only when it changed since the cached copy.
+// writeStatus writes the status subresource only when it changed since the cached copy, and not
+// again while the cache has yet to show this controller's write of the same status.
 func (c *Controller) writeStatus(ctx context.Context, sb, cached *agentsv1beta1.Sandbox) error {
-	if apiequality.Semantic.DeepEqual(sb.Status, cached.Status) {
+	if apiequality.Semantic.DeepEqual(sb.Status, cached.Status) || c.writtenStatus.Written(sb.UID, cached.ResourceVersion, sb.Status) {
 		return nil
 	}
-	_, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).UpdateStatus(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	out, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).UpdateStatus(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err == nil {
+		c.writtenStatus.Wrote(sb.UID, out.ResourceVersion, out.Status)
+	}
 	if apierrors.IsConflict(err) {
 		// The cache is behind; the newer object is on its way and will be reconciled.
 		klog.FromContext(ctx).V(4).Info("Status write conflicted, waiting for the newer object", "sandbox", klog.KObj(sb))

@@ -9,6 +9,7 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
@@ -67,6 +69,7 @@ type Controller struct {
 	sandboxes       agentslisters.SandboxLister
 	sandboxIndex    cache.Indexer
 	firstObservedAt sync.Map // claim UID -> time the controller first saw it, for latency metrics
+	writtenStatus   *writtenstatus.Cache[extensionsv1beta1.SandboxClaimStatus]
 }
 
 // Config is what the controller needs from the process.
@@ -82,6 +85,9 @@ type Config struct {
 // New wires the controller to its informers; call it before the informers start.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
+		writtenStatus: writtenstatus.New(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
+			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && writtenstatus.SameConditions(a.Conditions, b.Conditions)
+		}),
 		client:       c.Client,
 		events:       c.Events,
 		now:          time.Now,
@@ -119,8 +125,13 @@ func New(c Config) (*Controller, error) {
 		},
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			if claim, ok := obj.(*extensionsv1beta1.SandboxClaim); ok {
+			claim, ok := obj.(*extensionsv1beta1.SandboxClaim)
+			if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+				claim, ok = tombstone.Obj.(*extensionsv1beta1.SandboxClaim)
+			}
+			if ok {
 				ctrl.firstObservedAt.Delete(claim.UID)
+				ctrl.writtenStatus.Forget(claim.UID)
 			}
 			ctrl.loop.Enqueue(obj)
 		},

@@ -335,12 +335,16 @@ func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *age
 	}
 }
 
-// writeStatus writes the status subresource only when it changed since the cached copy.
+// writeStatus writes the status subresource only when it changed since the cached copy, and not
+// again while the cache has yet to show this controller's write of the same status.
 func (c *Controller) writeStatus(ctx context.Context, claim, cached *extensionsv1beta1.SandboxClaim) error {
-	if apiequality.Semantic.DeepEqual(claim.Status, cached.Status) {
+	if apiequality.Semantic.DeepEqual(claim.Status, cached.Status) || c.writtenStatus.Written(claim.UID, cached.ResourceVersion, claim.Status) {
 		return nil
 	}
-	_, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: FieldManager})
+	out, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err == nil {
+		c.writtenStatus.Wrote(claim.UID, out.ResourceVersion, out.Status)
+	}
 	if apierrors.IsConflict(err) {
 		// The cache is behind; the newer claim is on its way and will be reconciled.
 		return nil
