@@ -109,13 +109,7 @@ func New(c Config) (*Controller, error) {
 		AddFunc:    ctrl.loop.Enqueue,
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			sb, ok := obj.(*agentsv1beta1.Sandbox)
-			if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
-				sb, ok = tombstone.Obj.(*agentsv1beta1.Sandbox)
-			}
-			if ok {
-				ctrl.writtenStatus.Forget(sb.UID)
-			}
+			ctrl.writtenStatus.Forget(obj)
 			ctrl.loop.Enqueue(obj)
 		},
 	}); err != nil {

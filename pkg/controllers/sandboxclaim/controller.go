@@ -125,14 +125,10 @@ func New(c Config) (*Controller, error) {
 		},
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
 		DeleteFunc: func(obj any) {
-			claim, ok := obj.(*extensionsv1beta1.SandboxClaim)
-			if tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
-				claim, ok = tombstone.Obj.(*extensionsv1beta1.SandboxClaim)
-			}
-			if ok {
+			if claim, ok := obj.(*extensionsv1beta1.SandboxClaim); ok {
 				ctrl.firstObservedAt.Delete(claim.UID)
-				ctrl.writtenStatus.Forget(claim.UID)
 			}
+			ctrl.writtenStatus.Forget(obj)
 			ctrl.loop.Enqueue(obj)
 		},
 	}); err != nil {

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // trustFor bounds how long a write is trusted over the cache. The cache normally catches up within
@@ -65,11 +67,18 @@ func (c *Cache[S]) Wrote(uid types.UID, resourceVersion string, status S) {
 	c.entries[uid] = entry[S]{resourceVersion: resourceVersion, status: status, at: c.now()}
 }
 
-// Forget drops what was written for a deleted object.
-func (c *Cache[S]) Forget(uid types.UID) {
+// Forget drops what was written for the object of a delete event, or of its tombstone.
+func (c *Cache[S]) Forget(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, uid)
+	delete(c.entries, o.GetUID())
 }
 
 // SameConditions compares conditions but not their lastTransitionTime: a sync from a cache without

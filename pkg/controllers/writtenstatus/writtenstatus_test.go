@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestWritten(t *testing.T) {
@@ -42,9 +43,9 @@ func TestWritten(t *testing.T) {
 	}
 
 	c.Wrote("a", "9", "ready")
-	c.Forget("a")
+	c.Forget(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: &metav1.ObjectMeta{UID: "a"}})
 	if c.Written("a", "8", "ready") {
-		t.Error("a forgotten object is still known as written")
+		t.Error("an object deleted (seen as a tombstone) is still known as written")
 	}
 }
 
