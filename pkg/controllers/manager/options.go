@@ -46,9 +46,11 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		Controllers:          []string{"*"},
-		SandboxWorkers:       32,
-		ClaimWorkers:         32,
+		Controllers:    []string{"*"},
+		SandboxWorkers: 32,
+		// A claim's sync is two writes in a row (adopt, then status) and waits on them; with 32
+		// workers a burst of 300 claims queued 0.5 s on average behind them, with 128 only 14 ms.
+		ClaimWorkers:         128,
 		WarmPoolWorkers:      4,
 		TemplateWorkers:      2,
 		WarmPoolMaxBatchSize: 300,
