@@ -76,13 +76,33 @@ func connect(b *testing.B) *cluster {
 		_, err = bufio.NewReader(resp.Body).WriteTo(&sb)
 		return sb.String(), err
 	}
+	c.deleteLeftovers(b)
 	return c
+}
+
+// benchPrefix starts the name of every namespace a benchmark makes.
+const benchPrefix = "bench-"
+
+// deleteLeftovers deletes the namespaces an interrupted earlier run left behind: their pods would
+// fill the nodes and their cleanup would be measured.
+func (c *cluster) deleteLeftovers(b *testing.B) {
+	b.Helper()
+	list, err := c.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ns := range list.Items {
+		if strings.HasPrefix(ns.Name, benchPrefix) {
+			b.Logf("deleting namespace %s left by an earlier run", ns.Name)
+			c.deleteNamespace(b, ns.Name)
+		}
+	}
 }
 
 // namespace makes a fresh namespace for one benchmark and deletes it at the end.
 func (c *cluster) namespace(b *testing.B, prefix string) string {
 	b.Helper()
-	ns := prefix + "-" + rand.String(5)
+	ns := benchPrefix + prefix + "-" + rand.String(5)
 	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}

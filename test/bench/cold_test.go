@@ -49,7 +49,7 @@ func BenchmarkColdStart(b *testing.B) {
 	c := connect(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	ns := c.namespace(b, "bench-cold")
+	ns := c.namespace(b, "cold")
 	res := ColdResult{Machine: machine(), Sandboxes: sandboxes, Clients: clients,
 		Note: "writes per sandbox leave out pod status writes by kwok (the kubelet's share), bindings (the scheduler's) and events"}
 

@@ -60,8 +60,8 @@ func BenchmarkWarmClaims(b *testing.B) {
 	res := WarmResult{Machine: machine(),
 		Note: "local control plane (kube-apiserver, etcd, kwok) and sandbox-apiserver on one machine; " +
 			"writes per claim leave out the pool's refill (new members and their pods), pod status writes by kwok and events"}
-	res.Burst = c.warmRun(b, "bench-warm-burst", 300, 300, 32, 0)
-	res.Stream = c.warmRun(b, "bench-warm-stream", 1050, 750, 32, 75)
+	res.Burst = c.warmRun(b, "warm-burst", 300, 300, 32, 0)
+	res.Stream = c.warmRun(b, "warm-stream", 1050, 750, 32, 75)
 
 	fmt.Printf("\nWarm claims on %s (%d CPUs)\n", res.Machine.CPUModel, res.Machine.NumCPU)
 	fmt.Printf("%-8s %6s %6s %9s %9s %9s %9s %11s %10s %10s\n", "run", "pool", "claims", "p50 ms", "p90 ms", "p99 ms", "max ms", "all ready", "main w/c", "ours w/c")
