@@ -4,7 +4,7 @@
 // Package writtenstatus remembers, per object, the status a controller last wrote, so that a sync
 // working from a cache that has not caught up with that write yet does not write the same status
 // again. Such a write is wasted twice: it carries the old resourceVersion, so it only ends in a
-// conflict, and under load those conflicts were a third of the status writes of a claim burst.
+// conflict, and under load those conflicts were a quarter of the claims' status writes.
 package writtenstatus
 
 import (
