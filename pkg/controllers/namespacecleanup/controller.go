@@ -37,12 +37,11 @@ const Name = controllers.NamespaceCleanup
 // Its queue holds namespace names.
 type Controller struct {
 	kube       kubernetes.Interface
-	client     versioned.Interface
 	loop       *worker.Loop
 	synced     []cache.InformerSynced
 	namespaces corelisters.NamespaceLister
-	// kinds are the four kinds, each with whether any object is left in a namespace and how to
-	// delete them all there.
+	// kinds are the four kinds, each with its cache and how to delete all its objects in a
+	// namespace.
 	kinds []kind
 }
 
@@ -68,7 +67,7 @@ type Config struct {
 
 // New wires the controller to its informers.
 func New(c Config) (*Controller, error) {
-	ctrl := &Controller{kube: c.Kube, client: c.Client, namespaces: c.Namespaces.Lister()}
+	ctrl := &Controller{kube: c.Kube, namespaces: c.Namespaces.Lister()}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	// Claims and pools first: their finalizers delete the Sandboxes they own, which the last
 	// deletion then finds already going.

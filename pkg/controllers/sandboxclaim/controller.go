@@ -9,10 +9,10 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sync"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,9 +85,6 @@ type Config struct {
 // New wires the controller to its informers; call it before the informers start.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
-		writtenStatus: writtenstatus.New(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
-			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && writtenstatus.SameConditions(a.Conditions, b.Conditions)
-		}),
 		client:       c.Client,
 		events:       c.Events,
 		now:          time.Now,
@@ -98,6 +95,9 @@ func New(c Config) (*Controller, error) {
 		templates:    c.Templates.Lister(),
 		sandboxes:    c.Sandboxes.Lister(),
 		sandboxIndex: c.Sandboxes.Informer().GetIndexer(),
+		writtenStatus: writtenstatus.New(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
+			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && writtenstatus.SameConditions(a.Conditions, b.Conditions)
+		}),
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced}
