@@ -12,10 +12,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 )
 
 var finishedAt = metav1.NewTime(testNow.Add(-30 * time.Second))
@@ -420,5 +424,49 @@ func TestSyncRequeuesAtExpiry(t *testing.T) {
 				t.Errorf("immediate requeues = %d, want %d", got, btoi(tc.wantNow))
 			}
 		})
+	}
+}
+
+// TestReadyObservedOnce: the claim startup latency is observed once per claim, by the status write
+// that made it Ready, not again by a sync from a cache that has not seen that write yet.
+func TestReadyObservedOnce(t *testing.T) {
+	metrics.Register()
+	f := newFixture(t)
+	// The API answers a status write with a new resourceVersion, as the server does.
+	f.client.PrependReactor("update", "sandboxclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		claim := a.(clienttesting.UpdateAction).GetObject().(*extensionsv1beta1.SandboxClaim).DeepCopy()
+		claim.ResourceVersion = "written"
+		return true, claim, f.client.Tracker().Update(a.GetResource(), claim, a.GetNamespace())
+	})
+	f.add(newClaim())
+	f.add(newTemplate())
+	m := warmMember("m1", testPool)
+	f.add(m)
+	f.warm(m)
+	observed := func() uint64 {
+		n, err := testutil.GetHistogramMetricCount(metrics.ClaimStartupLatency.WithLabelValues(metrics.LaunchWarm, testTemplate))
+		f.must(err)
+		return n
+	}
+	before := observed()
+
+	f.mustSync(testClaim)
+	if got := observed() - before; got != 1 {
+		t.Fatalf("after the adoption: %d observations, want 1", got)
+	}
+	// The sandbox cache shows the adoption; the claim cache does not show the Ready status yet.
+	for _, sb := range f.updatedSandboxes() {
+		f.updateCache(sb)
+	}
+	f.reset()
+	f.mustSync(testClaim)
+	if n := len(f.statusWrites()); n != 0 {
+		t.Errorf("sync from the stale claim cache wrote the status %d times, want none", n)
+	}
+	if got := observed() - before; got != 1 {
+		t.Errorf("after a sync from the stale claim cache: %d observations, want 1", got)
 	}
 }

@@ -61,7 +61,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		sb, syncErr = c.reconcileActive(ctx, claim)
 	}
 	c.computeStatus(claim, sb, syncErr, expired)
-	statusErr := c.writeStatus(ctx, claim, cached)
+	written, statusErr := c.writeStatus(ctx, claim, cached)
+	readyType := string(agentsv1beta1.SandboxConditionReady)
+	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, readyType) && meta.IsStatusConditionTrue(claim.Status.Conditions, readyType) {
+		// Observed once per claim: only the write that made it Ready counts.
+		c.observeReady(claim, sb)
+	}
 
 	if !expired {
 		// Look again at expiry, counted with the Finished condition as just mirrored: it may have
@@ -297,11 +302,7 @@ func (c *Controller) computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *ag
 	default:
 		ready.Status, ready.Reason, ready.Message = sbReady.Status, sbReady.Reason, sbReady.Message
 	}
-	wasReady := meta.IsStatusConditionTrue(st.Conditions, ready.Type)
 	meta.SetStatusCondition(&st.Conditions, ready)
-	if !wasReady && ready.Status == metav1.ConditionTrue {
-		c.observeReady(claim, sb)
-	}
 
 	finishedType := string(agentsv1beta1.SandboxConditionFinished)
 	switch {
@@ -337,19 +338,17 @@ func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *age
 
 // writeStatus writes the status subresource only when it changed since the cached copy, and not
 // again while the cache has yet to show this controller's write of the same status.
-func (c *Controller) writeStatus(ctx context.Context, claim, cached *extensionsv1beta1.SandboxClaim) error {
+func (c *Controller) writeStatus(ctx context.Context, claim, cached *extensionsv1beta1.SandboxClaim) (bool, error) {
 	if apiequality.Semantic.DeepEqual(claim.Status, cached.Status) || c.writtenStatus.Written(claim.UID, cached.ResourceVersion, claim.Status) {
-		return nil
+		return false, nil
 	}
 	out, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err == nil {
 		c.writtenStatus.Wrote(claim.UID, out.ResourceVersion, out.Status)
+		return true, nil
 	}
-	if apierrors.IsConflict(err) {
-		// The cache is behind; the newer claim is on its way and will be reconciled.
-		return nil
-	}
-	return ignoreGone(err)
+	// A conflict means the cache is behind; the newer claim is on its way and will be reconciled.
+	return false, ignoreGone(err)
 }
 
 func ignoreGone(err error) error {
