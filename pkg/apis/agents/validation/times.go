@@ -4,6 +4,8 @@
 package validation
 
 import (
+	"time"
+
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,6 +22,17 @@ func ValidateTime(t *metav1.Time, fldPath *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(fldPath, t.UTC().String(), "must be a time between the years 0 and 9999 in UTC")}
 	}
 	return nil
+}
+
+// ValidateOptionalTime is ValidateTime for a pointer field, where nil means unset. The zero time
+// there is refused: it is written as null and reads back as unset, so a shutdownTime of
+// 0001-01-01T00:00:00Z (due at once) would be stored as no shutdown at all.
+func ValidateOptionalTime(t *metav1.Time, fldPath *field.Path) field.ErrorList {
+	if t != nil && t.IsZero() {
+		return field.ErrorList{field.Invalid(fldPath, t.UTC().Format(time.RFC3339),
+			"must not be the zero time, which reads back as unset: leave the field out, or give a real time")}
+	}
+	return ValidateTime(t, fldPath)
 }
 
 // ValidateConditionTimes checks the lastTransitionTime of every condition.

@@ -90,7 +90,7 @@ func validateSandboxSpec(spec *agents.SandboxSpec, name string, fldPath *field.P
 	if r := spec.Replicas; r != nil && (*r < 0 || *r > 1) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, utilvalidation.InclusiveRangeError(0, 1)))
 	}
-	allErrs = append(allErrs, ValidateTime(spec.ShutdownTime, fldPath.Child("shutdownTime"))...)
+	allErrs = append(allErrs, ValidateOptionalTime(spec.ShutdownTime, fldPath.Child("shutdownTime"))...)
 	if p := spec.ShutdownPolicy; p != nil && !slices.Contains(supportedShutdownPolicies, *p) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("shutdownPolicy"), *p, supportedShutdownPolicies))
 	}

@@ -124,6 +124,13 @@ func TestValidateSandbox(t *testing.T) {
 		{name: "namespace missing", mutate: func(s *agents.Sandbox) { s.Namespace = "" },
 			want: []want{required("metadata.namespace")}},
 
+		// shutdownTime: a zero time would be stored as null and read back as no shutdown
+		{name: "shutdownTime in the past", mutate: func(s *agents.Sandbox) {
+			s.Spec.ShutdownTime = &metav1.Time{Time: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}},
+		{name: "shutdownTime the zero time", mutate: func(s *agents.Sandbox) { s.Spec.ShutdownTime = &metav1.Time{} },
+			want: []want{invalid("spec.shutdownTime")}},
+
 		// pod template metadata
 		{name: "pod label key invalid", mutate: func(s *agents.Sandbox) { s.Spec.PodTemplate.ObjectMeta.Labels["bad key"] = "x" },
 			want: []want{invalid("spec.podTemplate.metadata.labels")}},

@@ -106,7 +106,7 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.
 
 	if lc := spec.Lifecycle; lc != nil {
 		lcPath := fldPath.Child("lifecycle")
-		allErrs = append(allErrs, agentsvalidation.ValidateTime(lc.ShutdownTime, lcPath.Child("shutdownTime"))...)
+		allErrs = append(allErrs, agentsvalidation.ValidateOptionalTime(lc.ShutdownTime, lcPath.Child("shutdownTime"))...)
 		if lc.TTLSecondsAfterFinished != nil {
 			allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(*lc.TTLSecondsAfterFinished), lcPath.Child("ttlSecondsAfterFinished"))...)
 		}

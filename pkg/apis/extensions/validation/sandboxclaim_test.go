@@ -195,6 +195,9 @@ func TestValidateSandboxClaimUpdate(t *testing.T) {
 			c.Spec.Lifecycle.ShutdownPolicy = ptr.To(extensions.ShutdownPolicyRetain)
 		}},
 		{name: "lifecycle removed", mutate: func(c *extensions.SandboxClaim) { c.Spec.Lifecycle = nil }},
+		{name: "shutdownTime set to the zero time, which reads back as unset", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.Lifecycle.ShutdownTime = &metav1.Time{}
+		}, want: []want{invalid("spec.lifecycle.shutdownTime")}},
 		{name: "new spec is validated", mutate: func(c *extensions.SandboxClaim) {
 			c.Spec.AdditionalPodMetadata.Labels["agents.x-k8s.io/warm-pool-sandbox"] = "x"
 		}, want: []want{forbidden("spec.additionalPodMetadata.labels[agents.x-k8s.io/warm-pool-sandbox]")}},
