@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1alpha1"
@@ -20,7 +22,9 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
+	sandboxclaimcontroller "github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
@@ -81,7 +85,26 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		"sandboxes/scale":  sandboxStorage.Scale,
 	}
 
-	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer))
+	// While the claim controller runs here, a claim that a warm pool can serve is stored already
+	// bound to its sandbox (see pkg/registry/claimbinding).
+	var binder *claimbinding.Binder
+	var wrapClaimStorage func(storage.Interface) storage.Interface
+	if c.Controllers != nil && c.Controllers.Enabled(controllers.SandboxClaim) {
+		_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "")
+		sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "")
+		binder, err = claimbinding.New(claimbinding.Config{
+			Scheme:              Scheme,
+			OptsGetter:          optsGetter,
+			ClaimStatusStrategy: claimStatusStrategy,
+			SandboxStrategy:     sandboxStrategy,
+			SandboxKey:          sandboxStorage.Sandbox.KeyFunc,
+		})
+		if err != nil {
+			return nil, err
+		}
+		wrapClaimStorage = binder.WrapClaimStorage
+	}
+	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), wrapClaimStorage)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +133,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		{agents.GroupName, []schema.GroupVersion{agentsv1beta1.SchemeGroupVersion, agentsv1alpha1.SchemeGroupVersion}, agentsResources},
 		{extensions.GroupName, []schema.GroupVersion{extensionsv1beta1.SchemeGroupVersion, extensionsv1alpha1.SchemeGroupVersion}, extensionsResources},
 	}
+	openAPIModels := map[string]map[string]*spec.Schema{}
 	for _, g := range groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, Scheme, ParameterCodec, Codecs)
 		info.NegotiatedSerializer = NegotiatedSerializer
@@ -120,12 +144,22 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		if err := generic.InstallAPIGroup(&info); err != nil {
 			return nil, err
 		}
+		openAPIModels[g.group] = info.StaticOpenAPISpec
+	}
+	var bindAtCreate func(*sandboxclaimcontroller.Controller) func()
+	if binder != nil {
+		if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
+			return nil, err
+		}
+		// Closed with the registries' storage, once the last request is served.
+		generic.RegisterDestroyFunc(func() { _ = binder.Close() })
+		bindAtCreate = func(ctrl *sandboxclaimcontroller.Controller) func() { return binder.Serve(ctrl) }
 	}
 	if c.Controllers != nil {
 		opts, kubeConfig := c.Controllers, c.KubeConfig
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig); err != nil {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, bindAtCreate); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()

@@ -51,7 +51,9 @@ func init() {
 // Run runs the enabled controllers until ctx is done: at once without leader election, otherwise
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client), kubeConfig the cluster's kube-apiserver.
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config) error {
+// bindAtCreate, when not nil, is handed the claim controller while it runs, to serve claims
+// from warm pools as they are created; it returns the function that stops that.
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, bindAtCreate func(*sandboxclaim.Controller) (stop func())) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -69,7 +71,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client)
+		return runControllers(ctx, o, kube, client, bindAtCreate)
 	}
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
@@ -92,7 +94,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
-					if err := runControllers(ctx, o, kube, client); err != nil {
+					if err := runControllers(ctx, o, kube, client, bindAtCreate); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
@@ -107,7 +109,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 }
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, bindAtCreate func(*sandboxclaim.Controller) func()) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -183,6 +185,9 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			return fmt.Errorf("sandboxclaim controller: %w", err)
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
+		if bindAtCreate != nil {
+			defer bindAtCreate(ctrl)()
+		}
 	}
 	if o.Enabled(namespacecleanup.Name) {
 		ctrl, err := namespacecleanup.New(namespacecleanup.Config{

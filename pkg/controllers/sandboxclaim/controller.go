@@ -120,7 +120,10 @@ func New(c Config) (*Controller, error) {
 	if _, err := c.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			claim := obj.(*extensionsv1beta1.SandboxClaim)
-			ctrl.firstObservedAt.LoadOrStore(claim.UID, ctrl.now())
+			if !meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
+				// Not a claim bound at create time, which is Ready from the start.
+				ctrl.firstObservedAt.LoadOrStore(claim.UID, ctrl.now())
+			}
 			ctrl.loop.Enqueue(obj)
 		},
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },

@@ -32,30 +32,14 @@ const maxAdoptionAttempts = 16
 // Only the template's name is needed: without the template (deleted since) the member's own pod
 // metadata is the base, as the seeds do.
 func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy) (*agentsv1beta1.Sandbox, error) {
-	templateName := claim.Spec.TemplateRef.Name
-	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(templateName)}
-	var accept func(string) bool
-	if policy != extensionsv1beta1.WarmPoolPolicyDefault {
-		poolHash := naming.NameHash(string(policy))
-		accept = func(key string) bool {
-			_, name, _ := splitKey(key)
-			sb, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
-			return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
-		}
-	}
+	bucket, accept := c.warmBucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	for range maxAdoptionAttempts {
-		key, ok := c.warm.Pop(bucket, accept)
+		key, candidate, ok := c.nextCandidate(bucket, accept)
 		if !ok {
 			return nil, nil
 		}
-		_, name, _ := splitKey(key)
-		candidate, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
-		if err != nil {
-			continue // gone since it was queued
-		}
-		if b, ok := adoptableBucket(candidate); !ok || b != bucket {
-			// Changed since it was queued (the cache is ahead of the queue's handler).
+		if candidate == nil {
 			continue
 		}
 		adopted, err := c.takeOver(ctx, claim, template, candidate)
@@ -68,20 +52,70 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 			c.warm.Add(bucket, key)
 			return nil, err
 		}
-		pool := ""
-		if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
-			pool = ref.Name
-		}
-		c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
-		metrics.ClaimCreations.WithLabelValues(claim.Namespace, templateName, metrics.LaunchWarm, pool, "ready").Inc()
+		c.recordAdoption(claim, candidate, adopted)
 		return adopted, nil
 	}
 	return nil, nil
 }
 
-// takeOver rewrites a warm member as the claim's sandbox: warm-pool labels off, the claim as its
-// controller, its pod's name recorded, the claim's identity labels and merged pod metadata on.
+// warmBucket is where the claim's candidates wait, and accept, when not nil, picks those of the
+// one pool the claim names.
+func (c *Controller) warmBucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
+	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
+	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
+		return bucket, nil
+	}
+	poolHash := naming.NameHash(string(policy))
+	return bucket, func(key string) bool {
+		_, name, _ := splitKey(key)
+		sb, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
+		return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
+	}
+}
+
+// nextCandidate pops the next warm sandbox of bucket; ok is false when the bucket is empty, and
+// candidate nil when the popped key no longer names an adoptable member of the bucket.
+func (c *Controller) nextCandidate(bucket warmqueue.Bucket, accept func(string) bool) (key string, candidate *agentsv1beta1.Sandbox, ok bool) {
+	key, ok = c.warm.Pop(bucket, accept)
+	if !ok {
+		return "", nil, false
+	}
+	_, name, _ := splitKey(key)
+	sb, err := c.sandboxes.Sandboxes(bucket.Namespace).Get(name)
+	if err != nil {
+		return key, nil, true // gone since it was queued
+	}
+	if b, ok := adoptableBucket(sb); !ok || b != bucket {
+		// Changed since it was queued (the cache is ahead of the queue's handler).
+		return key, nil, true
+	}
+	return key, sb, true
+}
+
+// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
+func (c *Controller) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
+	pool := ""
+	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
+		pool = ref.Name
+	}
+	c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, "ready").Inc()
+}
+
+// takeOver writes the candidate over to the claim; the Update carries the candidate's
+// resourceVersion.
 func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
+	sb, err := adoptedSandbox(claim, template, candidate)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+}
+
+// adoptedSandbox is the warm member rewritten as the claim's sandbox: warm-pool labels off, the
+// claim as its controller, its pod's name recorded, the claim's identity labels and merged pod
+// metadata on.
+func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
 	sb := candidate.DeepCopy()
 	meta, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
 	if err != nil {
@@ -102,7 +136,7 @@ func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.Sand
 		// The pod keeps the name it has; recording it also marks the sandbox as a warm launch.
 		sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] = sb.Name
 	}
-	return c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
+	return sb, nil
 }
 
 // createSandbox makes a cold sandbox named after the claim from its template, with the claim's

@@ -65,7 +65,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	readyType := string(agentsv1beta1.SandboxConditionReady)
 	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, readyType) && meta.IsStatusConditionTrue(claim.Status.Conditions, readyType) {
 		// Observed once per claim: only the write that made it Ready counts.
-		c.observeReady(claim, sb)
+		observedAt, _ := c.firstObservedAt.LoadAndDelete(claim.UID)
+		t, _ := observedAt.(time.Time)
+		c.observeReady(claim, sb, t)
 	}
 
 	if !expired {
@@ -319,16 +321,17 @@ func (c *Controller) computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *ag
 	}
 }
 
-// observeReady records the startup latencies of a claim that just became Ready.
-func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox) {
+// observeReady records the startup latencies of a claim that just became Ready; observedAt is
+// when the controller first saw the claim (zero when unknown).
+func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, observedAt time.Time) {
 	launch := metrics.LaunchCold
 	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
 		launch = metrics.LaunchWarm
 	}
 	template := claim.Spec.TemplateRef.Name
 	metrics.ClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(claim.CreationTimestamp.Time))
-	if t, ok := c.firstObservedAt.LoadAndDelete(claim.UID); ok {
-		metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(t.(time.Time)))
+	if !observedAt.IsZero() {
+		metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(observedAt))
 	}
 	if r := meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey); r != nil {
 		ms := float64(r.LastTransitionTime.Sub(sb.CreationTimestamp.Time).Microseconds()) / 1000

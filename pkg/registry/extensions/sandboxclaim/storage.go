@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
@@ -23,8 +24,9 @@ type Storage struct {
 	Status       *status.REST
 }
 
-// NewStorage returns the registry of SandboxClaims on the storage of optsGetter.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*Storage, error) {
+// NewStorage returns the registry of SandboxClaims on the storage of optsGetter. wrapStorage,
+// when not nil, wraps the storage the registry writes through (binding claims at create time).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, wrapStorage func(storage.Interface) storage.Interface) (*Storage, error) {
 	strategy, statusStrategy := NewStrategy(scheme, finalizer)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxClaim{} },
@@ -42,6 +44,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
+	}
+	if wrapStorage != nil {
+		store.Storage.Storage = wrapStorage(store.Storage.Storage)
 	}
 	return &Storage{
 		SandboxClaim: base.NewREST(store, "sandboxclaim"),

@@ -1,0 +1,88 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+// maxBindAttempts bounds the candidates one create request tries; after that the claim is
+// stored unserved and this controller's sync goes on from there.
+const maxBindAttempts = 4
+
+// BindAtCreate serves a claim being created from a warm pool, so that it is stored already
+// adopting its sandbox and Ready: one write and no round trip through this controller's queue.
+// It picks candidates as adopt does and hands commit the claim with its status, the candidate as
+// cached and the candidate rewritten as the claim's. commit stores the claim and the sandbox
+// atomically, or answers a Conflict when the candidate is no longer the version cached, and then
+// the next candidate is tried.
+//
+// It reports false, storing nothing, when the claim is not a plain warm claim (no pool allowed,
+// env to inject, expired already, metadata the controller will refuse) or no candidate is left:
+// the claim is then created as it is and reconciled as any other.
+func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
+	start := c.now()
+	for _, synced := range c.synced {
+		if !synced() {
+			return false, nil
+		}
+	}
+	policy := warmPoolPolicy(claim)
+	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 {
+		return false, nil
+	}
+	if expired, _ := timeLeft(start, claim); expired {
+		return false, nil
+	}
+	template, err := c.templates.SandboxTemplates(claim.Namespace).Get(claim.Spec.TemplateRef.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		template = nil
+	case err != nil:
+		return false, nil
+	}
+	if template != nil {
+		if _, err := desiredPodMetadata(claim, template, nil); err != nil {
+			return false, nil
+		}
+	}
+
+	bucket, accept := c.warmBucket(claim, policy)
+	logger := klog.FromContext(ctx)
+	for range maxBindAttempts {
+		key, candidate, ok := c.nextCandidate(bucket, accept)
+		if !ok {
+			return false, nil
+		}
+		if candidate == nil {
+			continue
+		}
+		adopted, err := adoptedSandbox(claim, template, candidate)
+		if err != nil {
+			c.warm.Add(bucket, key)
+			return false, nil
+		}
+		served := claim.DeepCopy()
+		c.computeStatus(served, adopted, nil, false)
+		err = commit(ctx, served, candidate, adopted)
+		switch {
+		case apierrors.IsConflict(err):
+			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)
+			continue
+		case err != nil:
+			c.warm.Add(bucket, key)
+			return false, err
+		}
+		c.recordAdoption(served, candidate, adopted)
+		c.observeReady(served, adopted, start)
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,325 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package claimbinding serves a SandboxClaim from a warm pool inside its create request: the new
+// claim, already Ready, and the warm Sandbox rewritten as the claim's are stored in one etcd
+// transaction. The transaction holds only if the sandbox is still at the revision the choice was
+// made on and the claim's name is free, so a sandbox goes to one claim only, and a failure
+// anywhere leaves either both objects written or neither: there is no half-bound state to repair,
+// and no moment at which the sandbox names an owner that does not exist yet.
+//
+// Which sandbox to take is the claim controller's choice (its warm queue and caches); this
+// package does the writing, as the generic registry would: the status and update strategies,
+// managed fields, the storage codec and transformer, and the same etcd keys, so the watch caches
+// and every reader see the two objects as if written through the API.
+package claimbinding
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	clienttransport "go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+// FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
+// sandbox's changes. It is the claim controller's manager, whose work this is.
+const FieldManager = "sandboxclaim-controller"
+
+// Chooser picks the warm sandbox for a claim being created and calls commit with the claim
+// (status set), the candidate as cached and the candidate rewritten as the claim's; commit
+// answers a Conflict when the candidate moved on, and the chooser may try another. It reports
+// whether commit stored the claim. The claim controller is the chooser in use.
+type Chooser interface {
+	BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error)
+}
+
+// Config is what a Binder needs from the server.
+type Config struct {
+	Scheme     *runtime.Scheme
+	OptsGetter generic.RESTOptionsGetter
+	// ClaimStatusStrategy checks the status written with a claim; SandboxStrategy the adoption.
+	ClaimStatusStrategy ResetFieldsUpdateStrategy
+	SandboxStrategy     ResetFieldsUpdateStrategy
+	// SandboxKey is the sandbox registry's key function.
+	SandboxKey func(ctx context.Context, name string) (string, error)
+}
+
+// ResetFieldsUpdateStrategy is an update strategy that names the fields its writes leave alone.
+type ResetFieldsUpdateStrategy interface {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}
+
+// Binder stores claims bound at create time. It binds nothing until a chooser serves it and its
+// field managers are set up.
+type Binder struct {
+	scheme     *runtime.Scheme
+	etcd       *clientv3.Client
+	claims     resource
+	sandboxes  resource
+	sandboxKey func(ctx context.Context, name string) (string, error)
+	chooser    atomic.Pointer[Chooser]
+	// fields is set once, by SetOpenAPI, after the API groups are installed.
+	fields atomic.Pointer[fieldManagers]
+}
+
+// resource is how one kind is kept in etcd.
+type resource struct {
+	prefix      string
+	codec       runtime.Codec
+	transformer value.Transformer
+	strategy    ResetFieldsUpdateStrategy
+}
+
+type fieldManagers struct {
+	claimStatus *managedfields.FieldManager
+	sandbox     *managedfields.FieldManager
+}
+
+// New returns a Binder on the storage the registries use, with its own etcd client.
+func New(c Config) (*Binder, error) {
+	claimOpts, err := c.OptsGetter.GetRESTOptions(extensions.Resource("sandboxclaims"), &extensions.SandboxClaim{})
+	if err != nil {
+		return nil, err
+	}
+	sandboxOpts, err := c.OptsGetter.GetRESTOptions(agents.Resource("sandboxes"), &agents.Sandbox{})
+	if err != nil {
+		return nil, err
+	}
+	client, err := newEtcdClient(claimOpts.StorageConfig.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for claim binding: %w", err)
+	}
+	return &Binder{
+		scheme:     c.Scheme,
+		etcd:       client,
+		sandboxKey: c.SandboxKey,
+		claims:     newResource(claimOpts.StorageConfig, c.ClaimStatusStrategy),
+		sandboxes:  newResource(sandboxOpts.StorageConfig, c.SandboxStrategy),
+	}, nil
+}
+
+func newResource(c *storagebackend.ConfigForResource, strategy ResetFieldsUpdateStrategy) resource {
+	transformer := c.Transformer
+	if transformer == nil {
+		// What the etcd3 storage uses when no encryption is configured.
+		transformer = identity.NewEncryptCheckTransformer()
+	}
+	return resource{prefix: c.Prefix, codec: c.Codec, transformer: transformer, strategy: strategy}
+}
+
+// newEtcdClient connects to the etcd of t as the registries' storage does.
+func newEtcdClient(t storagebackend.TransportConfig) (*clientv3.Client, error) {
+	var tlsConfig *tls.Config
+	if t.CertFile != "" || t.KeyFile != "" || t.TrustedCAFile != "" {
+		info := clienttransport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile}
+		var err error
+		if tlsConfig, err = info.ClientConfig(); err != nil {
+			return nil, err
+		}
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   t.ServerList,
+		TLS:         tlsConfig,
+		DialTimeout: 20 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+}
+
+// SetOpenAPI builds the field managers from the OpenAPI models of both groups, as the API
+// handlers have them.
+func (b *Binder) SetOpenAPI(agentsModels, extensionsModels map[string]*spec.Schema) error {
+	claimStatus, err := b.fieldManager(extensionsModels, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim"), "status", b.claims.strategy)
+	if err != nil {
+		return fmt.Errorf("claim status field manager: %w", err)
+	}
+	sandbox, err := b.fieldManager(agentsModels, agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox"), "", b.sandboxes.strategy)
+	if err != nil {
+		return fmt.Errorf("sandbox field manager: %w", err)
+	}
+	b.fields.Store(&fieldManagers{claimStatus: claimStatus, sandbox: sandbox})
+	return nil
+}
+
+func (b *Binder) fieldManager(models map[string]*spec.Schema, kind schema.GroupVersionKind, subresource string, strategy rest.ResetFieldsStrategy) (*managedfields.FieldManager, error) {
+	converter, err := managedfields.NewTypeConverter(models, false)
+	if err != nil {
+		return nil, err
+	}
+	hub := schema.GroupVersion{Group: kind.Group, Version: runtime.APIVersionInternal}
+	return managedfields.NewDefaultFieldManager(converter, runtime.UnsafeObjectConvertor(b.scheme), b.scheme, b.scheme, kind, hub, subresource, fieldpath.NewExcludeFilterSetMap(strategy.GetResetFields()))
+}
+
+// Serve makes c the chooser of claims created from now on, until stop is called.
+func (b *Binder) Serve(c Chooser) (stop func()) {
+	b.chooser.Store(&c)
+	return func() { b.chooser.CompareAndSwap(&c, nil) }
+}
+
+// Close closes the etcd client.
+func (b *Binder) Close() error { return b.etcd.Close() }
+
+// WrapClaimStorage returns the claims' storage with creates going through the binder first.
+func (b *Binder) WrapClaimStorage(s storage.Interface) storage.Interface {
+	return claimStorage{Interface: s, binder: b}
+}
+
+type claimStorage struct {
+	storage.Interface
+	binder *Binder
+}
+
+// Create stores a new claim bound to a warm sandbox when the chooser finds one, and as it is
+// otherwise.
+func (s claimStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	if claim, ok := obj.(*extensions.SandboxClaim); ok && ttl == 0 {
+		bound, err := s.binder.bind(ctx, key, claim, out)
+		var unbindable *unbindableError
+		if errors.As(err, &unbindable) {
+			klog.FromContext(ctx).Error(err, "Claim not bound at create time", "claim", klog.KObj(claim))
+			bound, err = false, nil
+		}
+		if bound || err != nil {
+			return err
+		}
+	}
+	return s.Interface.Create(ctx, key, obj, out, ttl)
+}
+
+// unbindableError says a binding could not be prepared; the claim is then stored unbound.
+type unbindableError struct{ err error }
+
+func (e *unbindableError) Error() string { return "preparing the binding: " + e.err.Error() }
+func (e *unbindableError) Unwrap() error { return e.err }
+
+func (b *Binder) bind(ctx context.Context, key string, claim *extensions.SandboxClaim, out runtime.Object) (bool, error) {
+	chooser, fields := b.chooser.Load(), b.fields.Load()
+	if chooser == nil || fields == nil {
+		return false, nil
+	}
+	versioned := &extensionsv1beta1.SandboxClaim{}
+	if err := b.scheme.Convert(claim, versioned, nil); err != nil {
+		return false, &unbindableError{err}
+	}
+	return (*chooser).BindAtCreate(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
+		return b.commit(ctx, fields, key, claim, served, candidate, adopted, out)
+	})
+}
+
+// commit writes the claim, with the status of served, and the adopted sandbox in one transaction
+// conditional on the candidate's revision and the claim's absence, and decodes the stored claim
+// into out.
+func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey string, created *extensions.SandboxClaim, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox, out runtime.Object) error {
+	ctx = genericapirequest.WithNamespace(ctx, created.Namespace)
+
+	withStatus := &extensions.SandboxClaim{}
+	if err := b.scheme.Convert(served, withStatus, nil); err != nil {
+		return &unbindableError{err}
+	}
+	claim := created.DeepCopy()
+	claim.Status = withStatus.Status
+	claimObj := fields.claimStatus.UpdateNoErrors(created, claim, FieldManager)
+	// The status strategy's checks, as for a status write. They compare metadata as for a stored
+	// claim, which this one is not yet: both sides get the same stand-in resourceVersion.
+	b.claims.strategy.PrepareForUpdate(ctx, claimObj, created)
+	before, after := created.DeepCopy(), claimObj.DeepCopyObject().(*extensions.SandboxClaim)
+	before.ResourceVersion, after.ResourceVersion = "1", "1"
+	if errs := b.claims.strategy.ValidateUpdate(ctx, after, before); len(errs) > 0 {
+		return &unbindableError{apierrors.NewInvalid(extensions.Kind("SandboxClaim"), created.Name, errs)}
+	}
+
+	oldSandbox, newSandbox := &agents.Sandbox{}, &agents.Sandbox{}
+	if err := b.scheme.Convert(candidate, oldSandbox, nil); err != nil {
+		return &unbindableError{err}
+	}
+	if err := b.scheme.Convert(adopted, newSandbox, nil); err != nil {
+		return &unbindableError{err}
+	}
+	sandboxObj := fields.sandbox.UpdateNoErrors(oldSandbox, newSandbox, FieldManager)
+	if err := rest.BeforeUpdate(b.sandboxes.strategy, ctx, sandboxObj, oldSandbox); err != nil {
+		return &unbindableError{err}
+	}
+	sandboxKey, err := b.sandboxKey(ctx, adopted.Name)
+	if err != nil {
+		return &unbindableError{err}
+	}
+	var revision int64
+	if _, err := fmt.Sscan(candidate.ResourceVersion, &revision); err != nil || revision <= 0 {
+		return &unbindableError{fmt.Errorf("sandbox %s has resourceVersion %q", candidate.Name, candidate.ResourceVersion)}
+	}
+
+	claimEtcdKey, claimData, claimStored, err := b.claims.encode(ctx, claimKey, claimObj)
+	if err != nil {
+		return &unbindableError{err}
+	}
+	sandboxEtcdKey, _, sandboxStored, err := b.sandboxes.encode(ctx, sandboxKey, sandboxObj)
+	if err != nil {
+		return &unbindableError{err}
+	}
+
+	resp, err := b.etcd.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(sandboxEtcdKey), "=", revision),
+		clientv3.Compare(clientv3.CreateRevision(claimEtcdKey), "=", 0),
+	).Then(
+		clientv3.OpPut(sandboxEtcdKey, string(sandboxStored)),
+		clientv3.OpPut(claimEtcdKey, string(claimStored)),
+	).Else(
+		clientv3.OpGet(claimEtcdKey, clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().Count > 0 {
+			return storage.NewKeyExistsError(claimEtcdKey, 0)
+		}
+		return apierrors.NewConflict(agents.Resource("sandboxes"), adopted.Name, errors.New("changed since it was chosen"))
+	}
+	if err := runtime.DecodeInto(b.claims.codec, claimData, out); err != nil {
+		return err
+	}
+	return storage.APIObjectVersioner{}.UpdateObject(out, uint64(resp.Header.Revision))
+}
+
+// encode turns a registry key and object into what the etcd3 storage would write for them: the
+// etcd key, the encoded object and the bytes stored (the encoding through the transformer).
+func (r resource) encode(ctx context.Context, key string, obj runtime.Object) (etcdKey string, data, stored []byte, err error) {
+	etcdKey = path.Join("/", r.prefix) + "/" + strings.TrimPrefix(key, "/")
+	if err := (storage.APIObjectVersioner{}).PrepareObjectForStorage(obj); err != nil {
+		return "", nil, nil, err
+	}
+	if data, err = runtime.Encode(r.codec, obj); err != nil {
+		return "", nil, nil, err
+	}
+	if stored, err = r.transformer.TransformToStorage(ctx, data, value.DefaultContext(etcdKey)); err != nil {
+		return "", nil, nil, err
+	}
+	return etcdKey, data, stored, nil
+}
