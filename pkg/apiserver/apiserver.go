@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/storage"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -58,6 +57,8 @@ func (c *Config) Complete() CompletedConfig {
 // SandboxServer is the running API server.
 type SandboxServer struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
+	// ClaimBinder binds claims at create time while the claim controller, its chooser, runs here.
+	ClaimBinder *claimbinding.Binder
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -87,24 +88,21 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 
 	// While the claim controller runs here, a claim that a warm pool can serve is stored already
 	// bound to its sandbox (see pkg/registry/claimbinding).
-	var binder *claimbinding.Binder
-	var wrapClaimStorage func(storage.Interface) storage.Interface
-	if c.Controllers != nil && c.Controllers.Enabled(controllers.SandboxClaim) {
-		_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "")
-		sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "")
-		binder, err = claimbinding.New(claimbinding.Config{
-			Scheme:              Scheme,
-			OptsGetter:          optsGetter,
-			ClaimStatusStrategy: claimStatusStrategy,
-			SandboxStrategy:     sandboxStrategy,
-			SandboxKey:          sandboxStorage.Sandbox.KeyFunc,
-		})
-		if err != nil {
-			return nil, err
-		}
-		wrapClaimStorage = binder.WrapClaimStorage
+	_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "")
+	sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "")
+	binder, err := claimbinding.New(claimbinding.Config{
+		Scheme:              Scheme,
+		OptsGetter:          optsGetter,
+		ClaimStatusStrategy: claimStatusStrategy,
+		SandboxStrategy:     sandboxStrategy,
+		SandboxKey:          sandboxStorage.Sandbox.KeyFunc,
+	})
+	if err != nil {
+		return nil, err
 	}
-	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), wrapClaimStorage)
+	// Closed with the registries' storage, once the last request is served.
+	generic.RegisterDestroyFunc(func() { _ = binder.Close() })
+	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), binder.WrapClaimStorage)
 	if err != nil {
 		return nil, err
 	}
@@ -146,15 +144,10 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		}
 		openAPIModels[g.group] = info.StaticOpenAPISpec
 	}
-	var bindAtCreate func(*sandboxclaimcontroller.Controller) func()
-	if binder != nil {
-		if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
-			return nil, err
-		}
-		// Closed with the registries' storage, once the last request is served.
-		generic.RegisterDestroyFunc(func() { _ = binder.Close() })
-		bindAtCreate = func(ctrl *sandboxclaimcontroller.Controller) func() { return binder.Serve(ctrl) }
+	if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
+		return nil, err
 	}
+	bindAtCreate := func(ctrl *sandboxclaimcontroller.Controller) func() { return binder.Serve(ctrl) }
 	if c.Controllers != nil {
 		opts, kubeConfig := c.Controllers, c.KubeConfig
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
@@ -166,5 +159,5 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 )
 
 // startTimeout bounds how long a server may take to become ready.
@@ -30,6 +31,9 @@ type Server struct {
 	Config *rest.Config
 	// Client is the generated clientset on Config.
 	Client *versioned.Clientset
+	// ClaimBinder binds claims at create time for the chooser a test gives it (no controller
+	// runs here).
+	ClaimBinder *claimbinding.Binder
 	// DataDir is the embedded etcd's data directory; a new server on it sees the same objects.
 	DataDir string
 
@@ -64,7 +68,7 @@ func StartServer(t testing.TB, dataDir string) *Server {
 	done := make(chan error, 1)
 	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
 
-	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir}
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	stopped := false
 	s.stop = func() {
