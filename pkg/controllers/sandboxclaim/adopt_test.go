@@ -78,20 +78,7 @@ func TestAdoptWarmMember(t *testing.T) {
 	if got := up.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; got != testTemplate {
 		t.Errorf("template-ref annotation = %q, want it kept", got)
 	}
-	wantPodMeta := agentsv1beta1.PodMetadata{
-		Labels: map[string]string{
-			"app": "python", "tier": "sandbox", "owner": "alice",
-			extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
-			extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
-		},
-		Annotations: map[string]string{"team": "ml", "cost-center": "1234"},
-	}
-	if !apiequality.Semantic.DeepEqual(up.Spec.PodTemplate.ObjectMeta, wantPodMeta) {
-		t.Errorf("pod template metadata = %+v, want %+v", up.Spec.PodTemplate.ObjectMeta, wantPodMeta)
-	}
-	if !apiequality.Semantic.DeepEqual(up.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
-		t.Errorf("the running member's pod spec changed: %+v", up.Spec.PodTemplate.Spec)
-	}
+	expectAdoptedPodTemplate(t, up, member)
 
 	st := f.lastStatus()
 	checkReady(t, st, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")

@@ -175,20 +175,7 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 	if got := adopted.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; got != member.Name {
 		t.Errorf("pod-name annotation = %q, want %q", got, member.Name)
 	}
-	wantPodMeta := agentsv1beta1.PodMetadata{
-		Labels: map[string]string{
-			"app": "python", "tier": "sandbox", "owner": "alice",
-			extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
-			extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
-		},
-		Annotations: map[string]string{"team": "ml", "cost-center": "1234"},
-	}
-	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.ObjectMeta, wantPodMeta) {
-		t.Errorf("pod template metadata = %+v, want %+v", adopted.Spec.PodTemplate.ObjectMeta, wantPodMeta)
-	}
-	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
-		t.Errorf("the running member's pod spec changed: %+v", adopted.Spec.PodTemplate.Spec)
-	}
+	expectAdoptedPodTemplate(t, adopted, member)
 
 	served := call.claim
 	if served.Name != claim.Name || served.UID != claim.UID || !apiequality.Semantic.DeepEqual(served.Spec, claim.Spec) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sort"
 	"strings"
 	"testing"
@@ -592,4 +593,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// expectAdoptedPodTemplate checks the pod template of member once adopted by the test claim (with
+// owner=alice and cost-center=1234 as extra metadata): the template's, the member's and the
+// claim's metadata merged, the running pod spec untouched.
+func expectAdoptedPodTemplate(t *testing.T, adopted, member *agentsv1beta1.Sandbox) {
+	t.Helper()
+	want := agentsv1beta1.PodMetadata{
+		Labels: map[string]string{
+			"app": "python", "tier": "sandbox", "owner": "alice",
+			extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
+			extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
+		},
+		Annotations: map[string]string{"team": "ml", "cost-center": "1234"},
+	}
+	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.ObjectMeta, want) {
+		t.Errorf("pod template metadata = %+v, want %+v", adopted.Spec.PodTemplate.ObjectMeta, want)
+	}
+	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
+		t.Errorf("the running member's pod spec changed: %+v", adopted.Spec.PodTemplate.Spec)
+	}
 }
