@@ -156,6 +156,32 @@ func (c *cluster) ourWrites(ctx context.Context) (writeCounts, error) {
 	return parseWrites(raw), nil
 }
 
+// waitSettled waits until neither API has served a workload write (see workload) for a second,
+// for at most a minute.
+func (c *cluster) waitSettled(ctx context.Context, b *testing.B) {
+	const quietFor, poll = time.Second, 250 * time.Millisecond
+	last, since := -1.0, time.Now()
+	err := wait.PollUntilContextTimeout(ctx, poll, time.Minute, true, func(ctx context.Context) (bool, error) {
+		main, err := c.mainWrites(ctx)
+		if err != nil {
+			return false, err
+		}
+		ours, err := c.ourWrites(ctx)
+		if err != nil {
+			return false, err
+		}
+		total := main.workload().sum() + ours.workload().sum()
+		if total != last {
+			last, since = total, time.Now()
+			return false, nil
+		}
+		return time.Since(since) >= quietFor, nil
+	})
+	if err != nil {
+		b.Logf("plane not settled: %v", err)
+	}
+}
+
 // parseWrites sums apiserver_request_total over the mutating verbs, per resource and verb.
 func parseWrites(metrics string) writeCounts {
 	out := writeCounts{}

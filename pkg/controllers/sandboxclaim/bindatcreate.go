@@ -13,8 +13,8 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
 
-// maxBindAttempts bounds the candidates one create request tries; after that the claim is
-// stored unserved and this controller's sync goes on from there.
+// maxBindAttempts bounds the commits one create request tries; after that the claim is stored
+// unserved and this controller's sync goes on from there.
 const maxBindAttempts = 4
 
 // BindAtCreate serves a claim being created from a warm pool, so that it is stored already
@@ -56,14 +56,15 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 
 	bucket, accept := c.warmBucket(claim, policy)
 	logger := klog.FromContext(ctx)
-	for range maxBindAttempts {
+	for attempts := 0; attempts < maxBindAttempts; {
 		key, candidate, ok := c.nextCandidate(bucket, accept)
 		if !ok {
 			return false, nil
 		}
 		if candidate == nil {
-			continue
+			continue // a stale key, dropped from the queue: no write was tried
 		}
+		attempts++
 		adopted, err := adoptedSandbox(claim, template, candidate)
 		if err != nil {
 			c.warm.Add(bucket, key)

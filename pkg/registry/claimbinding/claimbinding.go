@@ -55,7 +55,8 @@ const FieldManager = "sandboxclaim-controller"
 // Chooser picks the warm sandbox for a claim being created and calls commit with the claim
 // (status set), the candidate as cached and the candidate rewritten as the claim's; commit
 // answers a Conflict when the candidate moved on, and the chooser may try another. It reports
-// whether commit stored the claim. The claim controller is the chooser in use.
+// whether commit stored the claim. commit only reads candidate, which may be a cached object.
+// The claim controller is the chooser in use.
 type Chooser interface {
 	BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error)
 }
