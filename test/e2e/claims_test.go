@@ -187,6 +187,33 @@ func TestWarmPoolClaims(t *testing.T) {
 	})
 }
 
+// TestWarmClaimReadyOnCreate: a claim that a Ready warm member can serve is Ready in the output of
+// kubectl create itself, bound to that member, whose pod keeps running.
+func TestWarmClaimReadyOnCreate(t *testing.T) {
+	ns := newNamespace(t)
+	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+"---\n"+fmt.Sprintf(warmPool, "pool", 1, "agent", "OnReplenish"))
+	waitPoolReady(t, ns, "pool", 1)
+	member := jsonpath(t, ns, "{.items[0].metadata.name}", "sandboxes")
+	podUID := jsonpath(t, ns, "{.metadata.uid}", "pod", member)
+
+	claim := "apiVersion: extensions.agents.x-k8s.io/v1alpha1\nkind: SandboxClaim\nmetadata:\n  name: fast\nspec:\n  sandboxTemplateRef:\n    name: agent\n"
+	out := kubectlAsStdin(t, "", claim, "create", "-n", ns, "-f", "-", "-o",
+		`jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.sandbox.name} {.metadata.uid}`)
+	got := strings.Fields(out)
+	if len(got) != 3 || got[0] != "True" || got[1] != member {
+		t.Fatalf("kubectl create printed %q, want Ready True and sandbox %s", out, member)
+	}
+	claimUID := got[2]
+	owner := jsonpath(t, ns, `{.metadata.ownerReferences[?(@.controller==true)].uid}`, "sandbox", member)
+	if owner != claimUID {
+		t.Errorf("sandbox %s is controlled by %q, want the claim %s", member, owner, claimUID)
+	}
+	if got := jsonpath(t, ns, "{.metadata.uid}", "pod", member); got != podUID {
+		t.Errorf("pod %s uid %s, want the warm pod's %s (no restart)", member, got, podUID)
+	}
+	waitPoolReady(t, ns, "pool", 1)
+}
+
 // TestWarmPoolRace: 50 claims at once for 20 warm members give exactly 20 warm adoptions and 30
 // cold sandboxes, each sandbox with one owner.
 func TestWarmPoolRace(t *testing.T) {
