@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,11 @@ func New(c Config) (*Binder, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !slices.Equal(claimOpts.StorageConfig.Transport.ServerList, sandboxOpts.StorageConfig.Transport.ServerList) {
+		// One transaction cannot span two etcd clusters (--etcd-servers-overrides).
+		klog.InfoS("SandboxClaims and Sandboxes are kept in different etcd clusters: claims are not bound at create time")
+		return &Binder{}, nil
+	}
 	client, err := newEtcdClient(claimOpts.StorageConfig.Transport)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for claim binding: %w", err)
@@ -157,6 +163,9 @@ func newEtcdClient(t storagebackend.TransportConfig) (*clientv3.Client, error) {
 // SetOpenAPI builds the field managers from the OpenAPI models of both groups, as the API
 // handlers have them.
 func (b *Binder) SetOpenAPI(agentsModels, extensionsModels map[string]*spec.Schema) error {
+	if b.etcd == nil {
+		return nil // binds nothing
+	}
 	claimStatus, err := b.fieldManager(extensionsModels, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim"), "status", b.claims.strategy)
 	if err != nil {
 		return fmt.Errorf("claim status field manager: %w", err)
@@ -185,7 +194,12 @@ func (b *Binder) Serve(c Chooser) (stop func()) {
 }
 
 // Close closes the etcd client.
-func (b *Binder) Close() error { return b.etcd.Close() }
+func (b *Binder) Close() error {
+	if b.etcd == nil {
+		return nil
+	}
+	return b.etcd.Close()
+}
 
 // WrapClaimStorage returns the claims' storage with creates going through the binder first.
 func (b *Binder) WrapClaimStorage(s storage.Interface) storage.Interface {
@@ -222,7 +236,7 @@ func (e *unbindableError) Unwrap() error { return e.err }
 
 func (b *Binder) bind(ctx context.Context, key string, claim *extensions.SandboxClaim, out runtime.Object) (bool, error) {
 	chooser, fields := b.chooser.Load(), b.fields.Load()
-	if chooser == nil || fields == nil {
+	if chooser == nil || fields == nil || b.etcd == nil {
 		return false, nil
 	}
 	versioned := &extensionsv1beta1.SandboxClaim{}
