@@ -21,7 +21,6 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
-	sandboxclaimcontroller "github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
@@ -57,7 +56,8 @@ func (c *Config) Complete() CompletedConfig {
 // SandboxServer is the running API server.
 type SandboxServer struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
-	// ClaimBinder binds claims at create time while the claim controller, its chooser, runs here.
+	// ClaimBinder binds claims at create time for the chooser serving it: the claim controller
+	// while this replica leads, a standby otherwise.
 	ClaimBinder *claimbinding.Binder
 }
 
@@ -86,8 +86,8 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		"sandboxes/scale":  sandboxStorage.Scale,
 	}
 
-	// While the claim controller runs here, a claim that a warm pool can serve is stored already
-	// bound to its sandbox (see pkg/registry/claimbinding).
+	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
+	// to its sandbox (see pkg/registry/claimbinding), in every replica.
 	_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "")
 	sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "")
 	binder, err := claimbinding.New(claimbinding.Config{
@@ -147,12 +147,11 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
 		return nil, err
 	}
-	bindAtCreate := func(ctrl *sandboxclaimcontroller.Controller) func() { return binder.Serve(ctrl) }
 	if c.Controllers != nil {
 		opts, kubeConfig := c.Controllers, c.KubeConfig
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, bindAtCreate); err != nil {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder.Serve); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()

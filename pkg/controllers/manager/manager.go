@@ -35,6 +35,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 )
 
 // userAgent names the controllers in the cluster's audit log and request metrics.
@@ -51,9 +52,10 @@ func init() {
 // Run runs the enabled controllers until ctx is done: at once without leader election, otherwise
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client), kubeConfig the cluster's kube-apiserver.
-// bindAtCreate, when not nil, is handed the claim controller while it runs, to serve claims
-// from warm pools as they are created; it returns the function that stops that.
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, bindAtCreate func(*sandboxclaim.Controller) (stop func())) error {
+// serveBinding, when not nil, is handed what binds claims to warm members as they are created:
+// the claim controller while this replica runs it, a Standby otherwise. It returns the function
+// that stops that.
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, serveBinding func(claimbinding.Chooser) (stop func())) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -71,8 +73,14 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, bindAtCreate)
+		return runControllers(ctx, o, kube, client, serveBinding)
 	}
+	standby := &standbyBinding{kube: kube, client: client, serve: serveBinding}
+	if serveBinding == nil || !o.Enabled(sandboxclaim.Name) {
+		standby = nil
+	}
+	standby.start(ctx)
+	defer standby.stop()
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
 	le := o.LeaderElection
@@ -94,13 +102,15 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
-					if err := runControllers(ctx, o, kube, client, bindAtCreate); err != nil {
+					standby.stop()
+					if err := runControllers(ctx, o, kube, client, serveBinding); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
 				OnStoppedLeading: func() {
 					metrics.Leader.Set(0)
 					logger.Info("Not leading: controllers stopped", "identity", id)
+					standby.start(ctx)
 				},
 			},
 		})
@@ -109,7 +119,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 }
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, bindAtCreate func(*sandboxclaim.Controller) func()) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func()) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -185,8 +195,8 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			return fmt.Errorf("sandboxclaim controller: %w", err)
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
-		if bindAtCreate != nil {
-			defer bindAtCreate(ctrl)()
+		if serveBinding != nil {
+			defer serveBinding(ctrl)()
 		}
 	}
 	if o.Enabled(namespacecleanup.Name) {
@@ -215,4 +225,60 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	cluster.Shutdown()
 	ours.Shutdown()
 	return nil
+}
+
+// standbyBinding runs a sandboxclaim.Standby, with its own caches, while this replica does not
+// run the controllers. A nil standbyBinding does nothing.
+type standbyBinding struct {
+	kube   kubernetes.Interface
+	client versioned.Interface
+	serve  func(claimbinding.Chooser) func()
+
+	mu      sync.Mutex
+	running func()
+}
+
+func (s *standbyBinding) start(ctx context.Context) {
+	if s == nil || ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		return
+	}
+	ours := externalversions.NewSharedInformerFactory(s.client, 0)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.kube.CoreV1().Events("")})
+	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
+		Sandboxes: ours.Agents().V1beta1().Sandboxes(),
+		Templates: ours.Extensions().V1beta1().SandboxTemplates(),
+		Events:    broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"}),
+	})
+	if err != nil {
+		broadcaster.Shutdown()
+		utilruntime.HandleErrorWithContext(ctx, err, "Standby claim binding not started")
+		return
+	}
+	stopCh := make(chan struct{})
+	ours.Start(stopCh)
+	unserve := s.serve(standby)
+	s.running = func() {
+		unserve()
+		close(stopCh)
+		ours.Shutdown()
+		broadcaster.Shutdown()
+	}
+}
+
+func (s *standbyBinding) stop() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		s.running()
+		s.running = nil
+	}
 }

@@ -28,8 +28,13 @@ const maxBindAttempts = 4
 // env to inject, expired already, metadata the controller will refuse) or no candidate is left:
 // the claim is then created as it is and reconciled as any other.
 func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
-	start := c.now()
-	for _, synced := range c.synced {
+	return c.chooser().BindAtCreate(ctx, claim, commit)
+}
+
+// BindAtCreate is the claim controller's BindAtCreate, from the caches w was made of.
+func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
+	start := w.now()
+	for _, synced := range w.synced {
 		if !synced() {
 			return false, nil
 		}
@@ -41,7 +46,7 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 	if expired, _ := timeLeft(start, claim); expired {
 		return false, nil
 	}
-	template, err := c.templates.SandboxTemplates(claim.Namespace).Get(claim.Spec.TemplateRef.Name)
+	template, err := w.templates.SandboxTemplates(claim.Namespace).Get(claim.Spec.TemplateRef.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		template = nil
@@ -54,10 +59,10 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		}
 	}
 
-	bucket, accept := c.warmBucket(claim, policy)
+	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	for attempts := 0; attempts < maxBindAttempts; {
-		key, candidate, ok := c.nextCandidate(bucket, accept)
+		key, candidate, ok := w.next(bucket, accept)
 		if !ok {
 			return false, nil
 		}
@@ -67,22 +72,22 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		attempts++
 		adopted, err := adoptedSandbox(claim, template, candidate)
 		if err != nil {
-			c.warm.Add(bucket, key)
+			w.warm.Add(bucket, key)
 			return false, nil
 		}
 		served := claim.DeepCopy()
-		c.computeStatus(served, adopted, nil, false)
+		computeStatus(served, adopted, nil, false)
 		err = commit(ctx, served, candidate, adopted)
 		switch {
 		case apierrors.IsConflict(err):
 			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)
 			continue
 		case err != nil:
-			c.warm.Add(bucket, key)
+			w.warm.Add(bucket, key)
 			return false, err
 		}
-		c.recordAdoption(served, candidate, adopted)
-		c.observeReady(served, adopted, start)
+		w.recordAdoption(served, candidate, adopted)
+		observeReady(served, adopted, start)
 		return true, nil
 	}
 	return false, nil

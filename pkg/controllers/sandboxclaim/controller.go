@@ -178,12 +178,7 @@ func (c *Controller) sandboxChanged(obj any) {
 	if !ok {
 		return
 	}
-	key := sb.Namespace + "/" + sb.Name
-	if b, ok := adoptableBucket(sb); ok {
-		c.warm.Add(b, key)
-	} else {
-		c.warm.Remove(key)
-	}
+	c.chooser().track(sb)
 	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
 
 // maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
@@ -32,10 +31,11 @@ const maxAdoptionAttempts = 16
 // Only the template's name is needed: without the template (deleted since) the member's own pod
 // metadata is the base, as the seeds do.
 func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy) (*agentsv1beta1.Sandbox, error) {
-	bucket, accept := c.warmBucket(claim, policy)
+	w := c.chooser()
+	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	for range maxAdoptionAttempts {
-		key, candidate, ok := c.nextCandidate(bucket, accept)
+		key, candidate, ok := w.next(bucket, accept)
 		if !ok {
 			return nil, nil
 		}
@@ -52,54 +52,10 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 			c.warm.Add(bucket, key)
 			return nil, err
 		}
-		c.recordAdoption(claim, candidate, adopted)
+		w.recordAdoption(claim, candidate, adopted)
 		return adopted, nil
 	}
 	return nil, nil
-}
-
-// warmBucket is where the claim's candidates wait, and accept, when not nil, picks those of the
-// one pool the claim names.
-func (c *Controller) warmBucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
-	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
-	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
-		return bucket, nil
-	}
-	poolHash := naming.NameHash(string(policy))
-	return bucket, func(key string) bool {
-		_, name, _ := splitKey(key)
-		sb, err := c.sandboxes.Sandboxes(claim.Namespace).Get(name)
-		return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
-	}
-}
-
-// nextCandidate pops the next warm sandbox of bucket; ok is false when the bucket is empty, and
-// candidate nil when the popped key no longer names an adoptable member of the bucket.
-func (c *Controller) nextCandidate(bucket warmqueue.Bucket, accept func(string) bool) (key string, candidate *agentsv1beta1.Sandbox, ok bool) {
-	key, ok = c.warm.Pop(bucket, accept)
-	if !ok {
-		return "", nil, false
-	}
-	_, name, _ := splitKey(key)
-	sb, err := c.sandboxes.Sandboxes(bucket.Namespace).Get(name)
-	if err != nil {
-		return key, nil, true // gone since it was queued
-	}
-	if b, ok := adoptableBucket(sb); !ok || b != bucket {
-		// Changed since it was queued (the cache is ahead of the queue's handler).
-		return key, nil, true
-	}
-	return key, sb, true
-}
-
-// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
-func (c *Controller) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
-	pool := ""
-	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
-		pool = ref.Name
-	}
-	c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
-	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, "ready").Inc()
 }
 
 // takeOver writes the candidate over to the claim; the Update carries the candidate's

@@ -137,9 +137,8 @@ func TestComputeStatus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
 			claim := newClaim(tc.claimMods...)
-			f.c.computeStatus(claim, tc.sb, tc.err, tc.expired)
+			computeStatus(claim, tc.sb, tc.err, tc.expired)
 
 			r := readyOf(t, claim)
 			if got := (cond{r.Status, r.Reason, r.Message}); got != tc.wantReady {
@@ -185,17 +184,16 @@ func btoi(b bool) int {
 // TestComputeStatusKeepsTransitionTime: an unchanged Ready keeps its transition time, a changed
 // one moves it.
 func TestComputeStatusKeepsTransitionTime(t *testing.T) {
-	f := newFixture(t)
 	old := metav1.NewTime(testNow.Add(-time.Hour))
 	claim := newClaim(withClaimStatus(extensionsv1beta1.SandboxClaimStatus{Conditions: []metav1.Condition{{
 		Type: "Ready", Status: metav1.ConditionFalse, Reason: extensionsv1beta1.ClaimReasonSandboxNotReady,
 		Message: "Sandbox sb reports no readiness yet", ObservedGeneration: testGen, LastTransitionTime: old,
 	}}}))
-	f.c.computeStatus(claim, newSandbox("sb"), nil, false)
+	computeStatus(claim, newSandbox("sb"), nil, false)
 	if r := readyOf(t, claim); !r.LastTransitionTime.Equal(&old) {
 		t.Errorf("unchanged Ready moved its transition time to %v", r.LastTransitionTime)
 	}
-	f.c.computeStatus(claim, newSandbox("sb", sandboxReady(metav1.ConditionTrue, "DependenciesReady", "ok")), nil, false)
+	computeStatus(claim, newSandbox("sb", sandboxReady(metav1.ConditionTrue, "DependenciesReady", "ok")), nil, false)
 	if r := readyOf(t, claim); r.LastTransitionTime.Equal(&old) {
 		t.Errorf("Ready turned True but kept the old transition time")
 	}

@@ -60,14 +60,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else {
 		sb, syncErr = c.reconcileActive(ctx, claim)
 	}
-	c.computeStatus(claim, sb, syncErr, expired)
+	computeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
 	readyType := string(agentsv1beta1.SandboxConditionReady)
 	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, readyType) && meta.IsStatusConditionTrue(claim.Status.Conditions, readyType) {
 		// Observed once per claim: only the write that made it Ready counts.
 		observedAt, _ := c.firstObservedAt.LoadAndDelete(claim.UID)
 		t, _ := observedAt.(time.Time)
-		c.observeReady(claim, sb, t)
+		observeReady(claim, sb, t)
 	}
 
 	if !expired {
@@ -275,7 +275,7 @@ func (c *Controller) setFinalizer(ctx context.Context, claim *extensionsv1beta1.
 }
 
 // computeStatus sets the claim's sandbox reference, Ready and Finished from the sandbox.
-func (c *Controller) computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, err error, expired bool) {
+func computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, err error, expired bool) {
 	st := &claim.Status
 	st.SandboxStatus = extensionsv1beta1.SandboxStatus{}
 	if sb != nil && !expired {
@@ -323,7 +323,7 @@ func (c *Controller) computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *ag
 
 // observeReady records the startup latencies of a claim that just became Ready; observedAt is
 // when the controller first saw the claim (zero when unknown).
-func (c *Controller) observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, observedAt time.Time) {
+func observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, observedAt time.Time) {
 	launch := metrics.LaunchCold
 	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
 		launch = metrics.LaunchWarm

@@ -1,0 +1,161 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
+	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
+	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
+	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+)
+
+// warmChooser picks the warm members claims adopt, from a warm queue and the caches that feed
+// it: the claim controller's, or a Standby's in a replica that does not run the controller.
+type warmChooser struct {
+	warm      *warmqueue.Queue
+	templates extlisters.SandboxTemplateLister
+	sandboxes agentslisters.SandboxLister
+	synced    []cache.InformerSynced
+	events    record.EventRecorder
+	now       func() time.Time
+	// spread makes next start at a random one of the first few candidates, so that replicas
+	// choosing from the same members at once seldom try the same one.
+	spread bool
+}
+
+// chooser is the controller's warmChooser, on its current caches and clock.
+func (c *Controller) chooser() warmChooser {
+	return warmChooser{warm: c.warm, templates: c.templates, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
+}
+
+// track keeps sb in the warm queue while a claim may adopt it.
+func (w warmChooser) track(sb *agentsv1beta1.Sandbox) {
+	key := sb.Namespace + "/" + sb.Name
+	if b, ok := adoptableBucket(sb); ok {
+		w.warm.Add(b, key)
+	} else {
+		w.warm.Remove(key)
+	}
+}
+
+// spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
+const spreadCandidates = 8
+
+// bucket is where the claim's candidates wait, and accept, when not nil, picks those of the
+// one pool the claim names.
+func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
+	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
+	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
+		return bucket, nil
+	}
+	poolHash := naming.NameHash(string(policy))
+	return bucket, func(key string) bool {
+		_, name, _ := splitKey(key)
+		sb, err := w.sandboxes.Sandboxes(claim.Namespace).Get(name)
+		return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
+	}
+}
+
+// next pops the next warm sandbox of bucket; ok is false when the bucket is empty, and
+// candidate nil when the popped key no longer names an adoptable member of the bucket.
+func (w warmChooser) next(bucket warmqueue.Bucket, accept func(string) bool) (key string, candidate *agentsv1beta1.Sandbox, ok bool) {
+	if w.spread {
+		skip := rand.IntN(spreadCandidates)
+		key, ok = w.warm.Pop(bucket, func(k string) bool {
+			if skip > 0 {
+				skip--
+				return false
+			}
+			return accept == nil || accept(k)
+		})
+	}
+	if !ok {
+		key, ok = w.warm.Pop(bucket, accept)
+	}
+	if !ok {
+		return "", nil, false
+	}
+	_, name, _ := splitKey(key)
+	sb, err := w.sandboxes.Sandboxes(bucket.Namespace).Get(name)
+	if err != nil {
+		return key, nil, true // gone since it was queued
+	}
+	if b, ok := adoptableBucket(sb); !ok || b != bucket {
+		// Changed since it was queued (the cache is ahead of the queue's handler).
+		return key, nil, true
+	}
+	return key, sb, true
+}
+
+// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
+func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
+	pool := ""
+	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
+		pool = ref.Name
+	}
+	w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, "ready").Inc()
+}
+
+// Standby binds claims at create time in a replica that does not run the claim controller (it
+// is not the leader), from its own caches of sandboxes and templates. Serving claims there
+// too keeps them fast whichever replica their create reaches; the transaction the binding
+// commits keeps a member to one claim across replicas.
+type Standby struct {
+	warmChooser
+}
+
+// StandbyConfig is what a Standby needs from the process.
+type StandbyConfig struct {
+	Sandboxes agentsinformers.SandboxInformer
+	Templates extinformers.SandboxTemplateInformer
+	Events    record.EventRecorder
+}
+
+// NewStandby wires a Standby to its informers; call it before they start.
+func NewStandby(c StandbyConfig) (*Standby, error) {
+	s := &Standby{warmChooser{
+		warm:      warmqueue.New(),
+		templates: c.Templates.Lister(),
+		sandboxes: c.Sandboxes.Lister(),
+		synced:    []cache.InformerSynced{c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced},
+		events:    c.Events,
+		now:       time.Now,
+		spread:    true,
+	}}
+	_, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if sb, ok := obj.(*agentsv1beta1.Sandbox); ok {
+				s.track(sb)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if sb, ok := obj.(*agentsv1beta1.Sandbox); ok {
+				s.track(sb)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if sb, ok := obj.(*agentsv1beta1.Sandbox); ok {
+				s.warm.Remove(sb.Namespace + "/" + sb.Name)
+			}
+		},
+	})
+	return s, err
+}
