@@ -247,12 +247,15 @@ func (s *standbyBinding) start(ctx context.Context) {
 	if s.running != nil {
 		return
 	}
-	ours := externalversions.NewSharedInformerFactory(s.client, 0)
+	// Only warm-pool members can be bound: a member leaves this cache when a claim takes it.
+	members := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0,
+		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel }))
+	templates := externalversions.NewSharedInformerFactory(s.client, 0)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.kube.CoreV1().Events("")})
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
-		Sandboxes: ours.Agents().V1beta1().Sandboxes(),
-		Templates: ours.Extensions().V1beta1().SandboxTemplates(),
+		Sandboxes: members.Agents().V1beta1().Sandboxes(),
+		Templates: templates.Extensions().V1beta1().SandboxTemplates(),
 		Events:    broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"}),
 	})
 	if err != nil {
@@ -261,12 +264,14 @@ func (s *standbyBinding) start(ctx context.Context) {
 		return
 	}
 	stopCh := make(chan struct{})
-	ours.Start(stopCh)
+	members.Start(stopCh)
+	templates.Start(stopCh)
 	unserve := s.serve(standby)
 	s.running = func() {
 		unserve()
 		close(stopCh)
-		ours.Shutdown()
+		members.Shutdown()
+		templates.Shutdown()
 		broadcaster.Shutdown()
 	}
 }

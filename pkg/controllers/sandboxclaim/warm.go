@@ -112,7 +112,7 @@ func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candi
 }
 
 // Standby binds claims at create time in a replica that does not run the claim controller (it
-// is not the leader), from its own caches of sandboxes and templates. Serving claims there
+// is not the leader), from its own caches of warm-pool members and templates. Serving claims there
 // too keeps them fast whichever replica their create reaches; the transaction the binding
 // commits keeps a member to one claim across replicas.
 type Standby struct {
