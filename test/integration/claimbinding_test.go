@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -201,7 +202,7 @@ func TestClaimBinding(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 
-	t.Run("Bound", func(t *testing.T) {
+	runCounted(t, s, "Bound", map[string]float64{"bound": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-bound"
 		sandboxes := s.Client.AgentsV1beta1().Sandboxes(ns)
@@ -287,7 +288,7 @@ func TestClaimBinding(t *testing.T) {
 		expectBound(t, cev.Status, cev.Generation, "warm")
 	})
 
-	t.Run("SpecChangeBumpsGeneration", func(t *testing.T) {
+	runCounted(t, s, "SpecChangeBumpsGeneration", map[string]float64{"bound": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-generation"
 		warm := createSandbox(t, ctx, s, ns, "warm")
@@ -313,7 +314,7 @@ func TestClaimBinding(t *testing.T) {
 		}
 	})
 
-	t.Run("StaleCandidate", func(t *testing.T) {
+	runCounted(t, s, "StaleCandidate", map[string]float64{"conflict": 1, "unbound": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-stale"
 		sandboxes := s.Client.AgentsV1beta1().Sandboxes(ns)
@@ -353,7 +354,7 @@ func TestClaimBinding(t *testing.T) {
 		}
 	})
 
-	t.Run("NameTaken", func(t *testing.T) {
+	runCounted(t, s, "NameTaken", map[string]float64{"name_taken": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-dup"
 		claims := s.Client.ExtensionsV1beta1().SandboxClaims(ns)
@@ -383,7 +384,7 @@ func TestClaimBinding(t *testing.T) {
 		expectUnbound(t, got)
 	})
 
-	t.Run("InvalidStatus", func(t *testing.T) {
+	runCounted(t, s, "InvalidStatus", map[string]float64{"unbindable": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-invalid"
 		warm := createSandbox(t, ctx, s, ns, "warm")
@@ -408,7 +409,7 @@ func TestClaimBinding(t *testing.T) {
 		expectNotAdopted(t, ctx, s, ns, "warm", warm.ResourceVersion)
 	})
 
-	t.Run("SandboxOfAnotherNamespace", func(t *testing.T) {
+	runCounted(t, s, "SandboxOfAnotherNamespace", map[string]float64{"unbindable": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns, otherNS = "claimbinding-crossns", "claimbinding-crossns-other"
 		foreign := createSandbox(t, ctx, s, otherNS, "warm")
@@ -428,7 +429,7 @@ func TestClaimBinding(t *testing.T) {
 		}
 	})
 
-	t.Run("V1alpha1", func(t *testing.T) {
+	runCounted(t, s, "V1alpha1", map[string]float64{"bound": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-alpha"
 		warm := createSandbox(t, ctx, s, ns, "warm")
@@ -462,7 +463,7 @@ func TestClaimBinding(t *testing.T) {
 		expectBound(t, beta.Status, beta.Generation, "warm")
 	})
 
-	t.Run("DryRun", func(t *testing.T) {
+	runCounted(t, s, "DryRun", map[string]float64{}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-dryrun"
 		warm := createSandbox(t, ctx, s, ns, "warm")
@@ -482,7 +483,7 @@ func TestClaimBinding(t *testing.T) {
 		}
 	})
 
-	t.Run("Stopped", func(t *testing.T) {
+	runCounted(t, s, "Stopped", map[string]float64{"bound": 1}, func(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-stopped"
 		claims := s.Client.ExtensionsV1beta1().SandboxClaims(ns)
@@ -523,4 +524,46 @@ func TestClaimBinding(t *testing.T) {
 			t.Errorf("sandbox warm resourceVersion %s, want %s (unchanged)", sb.ResourceVersion, bound.ResourceVersion)
 		}
 	})
+}
+
+// runCounted runs a subtest and checks how sandbox_claim_bindings_total moved during it, by result.
+func runCounted(t *testing.T, s *framework.Server, name string, want map[string]float64, f func(t *testing.T)) {
+	t.Helper()
+	before := bindingCounts(t, s)
+	t.Run(name, func(t *testing.T) {
+		f(t)
+		after := bindingCounts(t, s)
+		got := map[string]float64{}
+		for result, n := range after {
+			if d := n - before[result]; d != 0 {
+				got[result] = d
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("sandbox_claim_bindings_total moved by %v, want %v", got, want)
+		}
+	})
+}
+
+// bindingCounts reads sandbox_claim_bindings_total from the server's /metrics, by result.
+func bindingCounts(t *testing.T, s *framework.Server) map[string]float64 {
+	t.Helper()
+	raw, err := s.Client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, `sandbox_claim_bindings_total{result="`)
+		if !ok {
+			continue
+		}
+		result, value, _ := strings.Cut(rest, `"} `)
+		var n float64
+		if _, err := fmt.Sscan(value, &n); err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[result] = n
+	}
+	return out
 }

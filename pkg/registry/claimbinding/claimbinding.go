@@ -22,6 +22,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -52,6 +55,18 @@ import (
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
 // sandbox's changes. It is the claim controller's manager, whose work this is.
 const FieldManager = "sandboxclaim-controller"
+
+// bindings counts what became of the creates a chooser was offered, and of each commit.
+var bindings = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name: "sandbox_claim_bindings_total",
+	Help: "Claims created while a chooser served, by result: bound (stored with a warm sandbox), " +
+		"unbound (stored as they are: not a plain warm claim, or no Ready member), conflict (a " +
+		"candidate taken since it was chosen; another is tried), name_taken, unbindable (the binding " +
+		"failed checks; stored as they are) and error.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"result"})
+
+var registerMetrics sync.Once
 
 // Chooser picks the warm sandbox for a claim being created and calls commit with the claim
 // (status set), the candidate as cached and the candidate rewritten as the claim's; commit
@@ -107,6 +122,7 @@ type fieldManagers struct {
 
 // New returns a Binder on the storage the registries use, with its own etcd client.
 func New(c Config) (*Binder, error) {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(bindings) })
 	claimOpts, err := c.OptsGetter.GetRESTOptions(extensions.Resource("sandboxclaims"), &extensions.SandboxClaim{})
 	if err != nil {
 		return nil, err
@@ -215,11 +231,22 @@ type claimStorage struct {
 // otherwise.
 func (s claimStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	if claim, ok := obj.(*extensions.SandboxClaim); ok && ttl == 0 {
-		bound, err := s.binder.bind(ctx, key, claim, out)
+		offered, bound, err := s.binder.bind(ctx, key, claim, out)
 		var unbindable *unbindableError
-		if errors.As(err, &unbindable) {
+		switch {
+		case !offered:
+		case errors.As(err, &unbindable):
 			klog.FromContext(ctx).Error(err, "Claim not bound at create time", "claim", klog.KObj(claim))
+			bindings.WithLabelValues("unbindable").Inc()
 			bound, err = false, nil
+		case storage.IsExist(err):
+			bindings.WithLabelValues("name_taken").Inc()
+		case err != nil:
+			bindings.WithLabelValues("error").Inc()
+		case bound:
+			bindings.WithLabelValues("bound").Inc()
+		default:
+			bindings.WithLabelValues("unbound").Inc()
 		}
 		if bound || err != nil {
 			return err
@@ -234,18 +261,25 @@ type unbindableError struct{ err error }
 func (e *unbindableError) Error() string { return "preparing the binding: " + e.err.Error() }
 func (e *unbindableError) Unwrap() error { return e.err }
 
-func (b *Binder) bind(ctx context.Context, key string, claim *extensions.SandboxClaim, out runtime.Object) (bool, error) {
+// bind offers claim to the chooser, if one serves (offered), and reports whether it was stored
+// bound.
+func (b *Binder) bind(ctx context.Context, key string, claim *extensions.SandboxClaim, out runtime.Object) (offered, bound bool, err error) {
 	chooser, fields := b.chooser.Load(), b.fields.Load()
 	if chooser == nil || fields == nil || b.etcd == nil {
-		return false, nil
+		return false, false, nil
 	}
 	versioned := &extensionsv1beta1.SandboxClaim{}
 	if err := b.scheme.Convert(claim, versioned, nil); err != nil {
-		return false, &unbindableError{err}
+		return true, false, &unbindableError{err}
 	}
-	return (*chooser).BindAtCreate(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
-		return b.commit(ctx, fields, key, claim, served, candidate, adopted, out)
+	bound, err = (*chooser).BindAtCreate(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
+		err := b.commit(ctx, fields, key, claim, served, candidate, adopted, out)
+		if apierrors.IsConflict(err) {
+			bindings.WithLabelValues("conflict").Inc()
+		}
+		return err
 	})
+	return true, bound, err
 }
 
 // commit writes the claim, with the status of served, and the adopted sandbox in one transaction
