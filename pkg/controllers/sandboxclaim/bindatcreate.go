@@ -31,7 +31,8 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 	return c.chooser().BindAtCreate(ctx, claim, commit)
 }
 
-// BindAtCreate is the claim controller's BindAtCreate, from the caches w was made of.
+// BindAtCreate does what Controller.BindAtCreate says, from w's queue and caches: the claim
+// controller's, or a Standby's.
 func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
 	start := w.now()
 	for _, synced := range w.synced {
