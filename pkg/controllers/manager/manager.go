@@ -130,10 +130,8 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	cluster := informers.NewSharedInformerFactory(kube, 0)
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"})
+	recorder, stopEvents := newEventRecorder(ctx, kube)
+	defer stopEvents()
 
 	var wg sync.WaitGroup
 	if o.Enabled(sandbox.Name) {
@@ -251,15 +249,14 @@ func (s *standbyBinding) start(ctx context.Context) {
 	members := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0,
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel }))
 	templates := externalversions.NewSharedInformerFactory(s.client, 0)
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.kube.CoreV1().Events("")})
+	recorder, stopEvents := newEventRecorder(ctx, s.kube)
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
 		Sandboxes: members.Agents().V1beta1().Sandboxes(),
 		Templates: templates.Extensions().V1beta1().SandboxTemplates(),
-		Events:    broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"}),
+		Events:    recorder,
 	})
 	if err != nil {
-		broadcaster.Shutdown()
+		stopEvents()
 		utilruntime.HandleErrorWithContext(ctx, err, "Standby claim binding not started")
 		return
 	}
@@ -272,7 +269,7 @@ func (s *standbyBinding) start(ctx context.Context) {
 		close(stopCh)
 		members.Shutdown()
 		templates.Shutdown()
-		broadcaster.Shutdown()
+		stopEvents()
 	}
 }
 
@@ -286,4 +283,11 @@ func (s *standbyBinding) stop() {
 		s.running()
 		s.running = nil
 	}
+}
+
+// newEventRecorder records events about our kinds in the cluster until stop is called.
+func newEventRecorder(ctx context.Context, kube kubernetes.Interface) (recorder record.EventRecorder, stop func()) {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "sandbox-apiserver"}), broadcaster.Shutdown
 }

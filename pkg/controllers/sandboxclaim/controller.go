@@ -185,14 +185,10 @@ func (c *Controller) sandboxChanged(obj any) {
 }
 
 func (c *Controller) sandboxDeleted(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	sb, ok := obj.(*agentsv1beta1.Sandbox)
-	if !ok {
+	sb := c.chooser().untrack(obj)
+	if sb == nil {
 		return
 	}
-	c.warm.Remove(sb.Namespace + "/" + sb.Name)
 	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}

@@ -62,8 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	computeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
-	readyType := string(agentsv1beta1.SandboxConditionReady)
-	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, readyType) && meta.IsStatusConditionTrue(claim.Status.Conditions, readyType) {
+	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, sandboxReadyKey) && meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
 		// Observed once per claim: only the write that made it Ready counts.
 		observedAt, _ := c.firstObservedAt.LoadAndDelete(claim.UID)
 		t, _ := observedAt.(time.Time)

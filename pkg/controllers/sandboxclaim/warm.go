@@ -52,6 +52,20 @@ func (w warmChooser) track(sb *agentsv1beta1.Sandbox) {
 	}
 }
 
+// untrack takes a deleted sandbox, or the tombstone of one, out of the warm queue and returns it
+// (nil for anything else).
+func (w warmChooser) untrack(obj any) *agentsv1beta1.Sandbox {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	sb, ok := obj.(*agentsv1beta1.Sandbox)
+	if !ok {
+		return nil
+	}
+	w.warm.Remove(sb.Namespace + "/" + sb.Name)
+	return sb
+}
+
 // spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
 const spreadCandidates = 8
 
@@ -148,14 +162,7 @@ func NewStandby(c StandbyConfig) (*Standby, error) {
 				s.track(sb)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if sb, ok := obj.(*agentsv1beta1.Sandbox); ok {
-				s.warm.Remove(sb.Namespace + "/" + sb.Name)
-			}
-		},
+		DeleteFunc: func(obj any) { s.untrack(obj) },
 	})
 	return s, err
 }
