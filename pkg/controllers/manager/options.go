@@ -46,8 +46,13 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		Controllers:    []string{"*"},
-		SandboxWorkers: 32,
+		Controllers: []string{"*"},
+		// Most sandbox syncs are follow-ups nobody waits on (a claimed pod's relabel, a status
+		// write) or pod creates the main API serializes anyway. More workers only make them
+		// compete for CPU with the requests users wait on: on the 2-core benchmark machine 32
+		// workers gave a warm stream's claims a p99 of 650-740 ms and 8 gave 270-280 ms, with the
+		// same cold start of 500 sandboxes (8.0 s).
+		SandboxWorkers: 8,
 		// A claim's sync is two writes in a row (adopt, then status) and waits on them; with 32
 		// workers a burst of 300 claims queued 0.5 s on average behind them, with 128 only 14 ms.
 		ClaimWorkers:         128,
