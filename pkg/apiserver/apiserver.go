@@ -151,7 +151,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		opts, kubeConfig := c.Controllers, c.KubeConfig
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder.Serve); err != nil {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()

@@ -52,10 +52,9 @@ func init() {
 // Run runs the enabled controllers until ctx is done: at once without leader election, otherwise
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client), kubeConfig the cluster's kube-apiserver.
-// serveBinding, when not nil, is handed what binds claims to warm members as they are created:
-// the claim controller while this replica runs it, a Standby otherwise. It returns the function
-// that stops that.
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, serveBinding func(claimbinding.Chooser) (stop func())) error {
+// binder, when not nil, binds claims to warm members as they are created: it is served by the
+// claim controller while this replica runs it, by a Standby otherwise.
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, binder Binder) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -71,9 +70,14 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 		return err
 	}
 
+	var serveBinding func(claimbinding.Chooser) func()
+	if binder != nil {
+		serveBinding = binder.Serve
+	}
+	sharedRevisions := binder != nil && binder.OneEtcd()
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, serveBinding)
+		return runControllers(ctx, o, kube, client, serveBinding, sharedRevisions)
 	}
 	standby := &standbyBinding{kube: kube, client: client, serve: serveBinding}
 	if serveBinding == nil || !o.Enabled(sandboxclaim.Name) {
@@ -103,7 +107,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
 					standby.stop()
-					if err := runControllers(ctx, o, kube, client, serveBinding); err != nil {
+					if err := runControllers(ctx, o, kube, client, serveBinding, sharedRevisions); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
@@ -118,8 +122,17 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	return nil
 }
 
+// Binder binds claims at create time (claimbinding.Binder).
+type Binder interface {
+	// Serve makes c the chooser of the claims created from now on, until stop is called.
+	Serve(c claimbinding.Chooser) (stop func())
+	// OneEtcd reports whether claims and sandboxes are kept in one etcd cluster.
+	OneEtcd() bool
+}
+
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func()) error {
+// sharedRevisions says claims and sandboxes are kept in one etcd cluster.
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -182,12 +195,13 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	}
 	if o.Enabled(sandboxclaim.Name) {
 		ctrl, err := sandboxclaim.New(sandboxclaim.Config{
-			Client:    client,
-			Claims:    ours.Extensions().V1beta1().SandboxClaims(),
-			Templates: ours.Extensions().V1beta1().SandboxTemplates(),
-			Sandboxes: ours.Agents().V1beta1().Sandboxes(),
-			Events:    recorder,
-			Workers:   o.ClaimWorkers,
+			Client:          client,
+			Claims:          ours.Extensions().V1beta1().SandboxClaims(),
+			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
+			Sandboxes:       ours.Agents().V1beta1().Sandboxes(),
+			Events:          recorder,
+			Workers:         o.ClaimWorkers,
+			SharedRevisions: sharedRevisions,
 		})
 		if err != nil {
 			return fmt.Errorf("sandboxclaim controller: %w", err)

@@ -68,6 +68,7 @@ type Controller struct {
 	templates       extlisters.SandboxTemplateLister
 	sandboxes       agentslisters.SandboxLister
 	sandboxIndex    cache.Indexer
+	sharedRevisions bool
 	firstObservedAt sync.Map // claim UID -> time the controller first saw it, for latency metrics
 	writtenStatus   *writtenstatus.Cache[extensionsv1beta1.SandboxClaimStatus]
 }
@@ -80,21 +81,26 @@ type Config struct {
 	Sandboxes agentsinformers.SandboxInformer
 	Events    record.EventRecorder
 	Workers   int
+	// SharedRevisions says claims and sandboxes are kept in one etcd, so that their
+	// resourceVersions compare and the sandbox cache can tell whether it has caught up with a
+	// claim.
+	SharedRevisions bool
 }
 
 // New wires the controller to its informers; call it before the informers start.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
-		client:       c.Client,
-		events:       c.Events,
-		now:          time.Now,
-		workers:      c.Workers,
-		warm:         warmqueue.New(),
-		claims:       c.Claims.Lister(),
-		claimIndex:   c.Claims.Informer().GetIndexer(),
-		templates:    c.Templates.Lister(),
-		sandboxes:    c.Sandboxes.Lister(),
-		sandboxIndex: c.Sandboxes.Informer().GetIndexer(),
+		client:          c.Client,
+		events:          c.Events,
+		now:             time.Now,
+		workers:         c.Workers,
+		warm:            warmqueue.New(),
+		claims:          c.Claims.Lister(),
+		claimIndex:      c.Claims.Informer().GetIndexer(),
+		templates:       c.Templates.Lister(),
+		sandboxes:       c.Sandboxes.Lister(),
+		sandboxIndex:    c.Sandboxes.Informer().GetIndexer(),
+		sharedRevisions: c.SharedRevisions,
 		writtenStatus: writtenstatus.New(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
 			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && writtenstatus.SameConditions(a.Conditions, b.Conditions)
 		}),

@@ -345,3 +345,27 @@ func TestSyncIgnoresBadKeysAndGoneClaims(t *testing.T) {
 		t.Errorf("writes = %q, want none", w)
 	}
 }
+
+// TestSyncWaitsForSandboxCache: a bound claim synced before the sandbox cache has caught up with
+// it writes nothing (no second sandbox, no status from the stale view) and is synced again later.
+func TestSyncWaitsForSandboxCache(t *testing.T) {
+	claim := newClaim(withClaimStatus(extensionsv1beta1.SandboxClaimStatus{SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "pool-x1"}}))
+	claim.ResourceVersion = "20"
+	// The adopted member as the cache still has it: the pool's, at an older revision.
+	member := warmMember("pool-x1", testPool, withRV("10"))
+	f := newFixture(t, newTemplate(), claim, member)
+	f.c.sharedRevisions = true
+	f.warm(member)
+	f.reset()
+
+	f.mustSync(testClaim)
+	if w := f.writes(); len(w) > 0 {
+		t.Errorf("sync wrote %q before the sandbox cache caught up with the claim", w)
+	}
+	if reads := len(f.actionsOf("get", "sandboxes")); reads != 0 {
+		t.Errorf("sync read %d sandboxes from the API, want none", reads)
+	}
+	if d, ok := f.queue.after[testNS+"/"+testClaim]; !ok || d != sandboxCacheRetry {
+		t.Errorf("claim requeued after %v (queued: %v), want after %v", d, ok, sandboxCacheRetry)
+	}
+}

@@ -221,3 +221,58 @@ func TestSyncLookup(t *testing.T) {
 		})
 	}
 }
+
+// TestFindSandboxFromCaughtUpCache: with claims and sandboxes in one etcd, a status naming a
+// sandbox the cache does not show as the claim's is settled by how far the sandbox cache got
+// against the claim's resourceVersion, without a read from the API; otherwise the API is asked.
+func TestFindSandboxFromCaughtUpCache(t *testing.T) {
+	mine := ownedByClaim(testClaim, testClaimUID)
+	byStatus := withClaimStatus(extensionsv1beta1.SandboxClaimStatus{SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "by-status"}})
+	claimAt := func(rv string) func(*extensionsv1beta1.SandboxClaim) {
+		return func(c *extensionsv1beta1.SandboxClaim) { c.ResourceVersion = rv }
+	}
+	cases := []struct {
+		name            string
+		sharedRevisions bool
+		claimRV         string
+		cacheRV         string // of the last sandbox the cache saw: how far it got
+		inAPI           bool   // the named sandbox, the claim's, is in the API but not the cache
+		wantBehind      bool
+		wantFound       bool
+		wantAPIReads    int
+	}{
+		{name: "cache behind the claim: wait for the sandbox's event", sharedRevisions: true, claimRV: "20", cacheRV: "10", inAPI: true, wantBehind: true},
+		{name: "cache caught up: the cache's answer stands", sharedRevisions: true, claimRV: "20", cacheRV: "20"},
+		{name: "cache ahead of the claim: the cache's answer stands", sharedRevisions: true, claimRV: "20", cacheRV: "35"},
+		{name: "different etcd clusters: the API is asked", claimRV: "20", cacheRV: "10", inAPI: true, wantFound: true, wantAPIReads: 1},
+		{name: "a claim without a resourceVersion: the API is asked", sharedRevisions: true, cacheRV: "10", inAPI: true, wantFound: true, wantAPIReads: 1},
+		{name: "a cache that does not say how far it got: the API is asked", sharedRevisions: true, claimRV: "20", inAPI: true, wantFound: true, wantAPIReads: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.c.sharedRevisions = tc.sharedRevisions
+			if tc.inAPI {
+				f.addAPI(newSandbox("by-status", mine))
+			}
+			// An unrelated sandbox moves the cache to cacheRV.
+			f.addCache(newSandbox("unrelated", withRV(tc.cacheRV)))
+			claim := newClaim(byStatus, claimAt(tc.claimRV))
+			f.reset()
+
+			got, err := f.c.findSandbox(context.Background(), claim)
+			if behind := errors.Is(err, errSandboxCacheBehind); behind != tc.wantBehind {
+				t.Fatalf("findSandbox error = %v, want the cache reported behind: %v", err, tc.wantBehind)
+			}
+			if err != nil && !tc.wantBehind {
+				t.Fatalf("findSandbox: %v", err)
+			}
+			if (got != nil) != tc.wantFound {
+				t.Errorf("findSandbox found %v, want found: %v", got, tc.wantFound)
+			}
+			if reads := len(f.actionsOf("get", "sandboxes")); reads != tc.wantAPIReads {
+				t.Errorf("findSandbox read %d sandboxes from the API, want %d", reads, tc.wantAPIReads)
+			}
+		})
+	}
+}

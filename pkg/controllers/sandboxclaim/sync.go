@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -59,6 +60,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		sb, syncErr = c.reconcileExpired(ctx, claim)
 	} else {
 		sb, syncErr = c.reconcileActive(ctx, claim)
+	}
+	if errors.Is(syncErr, errSandboxCacheBehind) {
+		c.loop.Queue.AddAfter(key, sandboxCacheRetry)
+		return nil
 	}
 	computeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
@@ -130,7 +135,8 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 // findSandbox looks for the claim's sandbox by its status, by the assignment label, by the
 // controller index, then by the claim's own name; a sandbox found must be controlled by the claim.
 // The two watches have no order between them, so a status naming a sandbox the cache does not
-// yet show as the claim's is checked against the API before anything new is made.
+// yet show as the claim's is settled before anything new is made: by the sandbox cache once it has
+// caught up with the claim, or else by the API.
 func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim) (*agentsv1beta1.Sandbox, error) {
 	lister := c.sandboxes.Sandboxes(claim.Namespace)
 	for _, name := range []string{claim.Status.SandboxStatus.Name, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel]} {
@@ -139,6 +145,14 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 		}
 		if sb, err := lister.Get(name); err == nil && metav1.IsControlledBy(sb, claim) {
 			return sb, nil
+		}
+		if caughtUp, known := c.sandboxCacheCaughtUp(claim); known {
+			if !caughtUp {
+				return nil, errSandboxCacheBehind
+			}
+			// The cache holds every sandbox write up to the claim's own, and so whatever the
+			// claim's status or label was written after: the API would say the same.
+			continue
 		}
 		live, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err == nil && metav1.IsControlledBy(live, claim) {
@@ -168,6 +182,30 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 	return sb, nil
 }
 
+// errSandboxCacheBehind says the claim names a sandbox the cache does not show as the claim's,
+// and the cache has not caught up with the claim: the write that made the sandbox the claim's, at
+// or before the claim's own, is still on its way, and its event brings the claim back.
+var errSandboxCacheBehind = errors.New("the sandbox cache is behind the claim")
+
+// sandboxCacheRetry is when a claim that waited for the sandbox cache is synced again in any case:
+// a status written from an older view may name a sandbox that no event will bring back.
+const sandboxCacheRetry = time.Second
+
+// sandboxCacheCaughtUp reports whether the sandbox cache has seen every write up to the claim's
+// resourceVersion; known is false when that cannot be told: claims and sandboxes kept in
+// different etcd clusters, whose resourceVersions do not compare, or a cache that does not say
+// how far it got.
+func (c *Controller) sandboxCacheCaughtUp(claim *extensionsv1beta1.SandboxClaim) (caughtUp, known bool) {
+	if !c.sharedRevisions {
+		return false, false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(c.sandboxIndex.LastStoreSyncResourceVersion(), claim.ResourceVersion)
+	if err != nil {
+		return false, false
+	}
+	return cmp >= 0, true
+}
+
 // syncPodMetadata pushes the claim's pod metadata to its sandbox when it drifted.
 func (c *Controller) syncPodMetadata(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, sb *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
 	want, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
@@ -193,6 +231,9 @@ func (c *Controller) reconcileExpired(ctx context.Context, claim *extensionsv1be
 		c.events.Event(claim, corev1.EventTypeNormal, "ClaimExpired", "Claim expired; deleting its sandbox and keeping the claim")
 	}
 	sb, err := c.findSandbox(ctx, claim)
+	if errors.Is(err, errSandboxCacheBehind) {
+		return nil, err
+	}
 	if sb == nil || err != nil {
 		return nil, nil
 	}

@@ -209,6 +209,12 @@ func (b *Binder) Serve(c Chooser) (stop func()) {
 	return func() { b.chooser.CompareAndSwap(&c, nil) }
 }
 
+// OneEtcd reports whether claims and sandboxes are kept in one etcd cluster: only then are claims
+// bound at create time, and only then do their resourceVersions compare.
+func (b *Binder) OneEtcd() bool {
+	return b.etcd != nil
+}
+
 // Close closes the etcd client.
 func (b *Binder) Close() error {
 	if b.etcd == nil {
