@@ -58,6 +58,10 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	// Only built-in kinds are read and written there, and they speak protobuf: cheaper than JSON
+	// to encode and decode on both sides, for the pods' writes and the watches of children alike.
+	kubeConfig.ContentType = runtime.ContentTypeProtobuf
+	kubeConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kube, err := kubernetes.NewForConfig(kubeConfig)
 	if err != nil {
 		return err
