@@ -70,6 +70,7 @@ type Controller struct {
 	sandboxIndex    cache.Indexer
 	sharedRevisions bool
 	firstObservedAt sync.Map // claim UID -> time the controller first saw it, for latency metrics
+	cacheWaitSince  sync.Map // claim UID -> time it started waiting for the sandbox cache
 	writtenStatus   *writtenstatus.Cache[extensionsv1beta1.SandboxClaimStatus]
 }
 
@@ -136,6 +137,7 @@ func New(c Config) (*Controller, error) {
 		DeleteFunc: func(obj any) {
 			if claim, ok := obj.(*extensionsv1beta1.SandboxClaim); ok {
 				ctrl.firstObservedAt.Delete(claim.UID)
+				ctrl.cacheWaitSince.Delete(claim.UID)
 			}
 			ctrl.writtenStatus.Forget(obj)
 			ctrl.loop.Enqueue(obj)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -237,11 +238,14 @@ func TestFindSandboxFromCaughtUpCache(t *testing.T) {
 		claimRV         string
 		cacheRV         string // of the last sandbox the cache saw: how far it got
 		inAPI           bool   // the named sandbox, the claim's, is in the API but not the cache
+		waited          time.Duration
 		wantBehind      bool
 		wantFound       bool
 		wantAPIReads    int
 	}{
 		{name: "cache behind the claim: wait for the sandbox's event", sharedRevisions: true, claimRV: "20", cacheRV: "10", inAPI: true, wantBehind: true},
+		{name: "cache behind the claim, waited a while: wait on", sharedRevisions: true, claimRV: "20", cacheRV: "10", inAPI: true, waited: sandboxCacheRetry - time.Millisecond, wantBehind: true},
+		{name: "cache still behind after the retry: the API is asked", sharedRevisions: true, claimRV: "20", cacheRV: "10", inAPI: true, waited: sandboxCacheRetry, wantFound: true, wantAPIReads: 1},
 		{name: "cache caught up: the cache's answer stands", sharedRevisions: true, claimRV: "20", cacheRV: "20"},
 		{name: "cache ahead of the claim: the cache's answer stands", sharedRevisions: true, claimRV: "20", cacheRV: "35"},
 		{name: "different etcd clusters: the API is asked", claimRV: "20", cacheRV: "10", inAPI: true, wantFound: true, wantAPIReads: 1},
@@ -258,6 +262,9 @@ func TestFindSandboxFromCaughtUpCache(t *testing.T) {
 			// An unrelated sandbox moves the cache to cacheRV.
 			f.addCache(newSandbox("unrelated", withRV(tc.cacheRV)))
 			claim := newClaim(byStatus, claimAt(tc.claimRV))
+			if tc.waited > 0 {
+				f.c.cacheWaitSince.Store(claim.UID, testNow.Add(-tc.waited))
+			}
 			f.reset()
 
 			got, err := f.c.findSandbox(context.Background(), claim)

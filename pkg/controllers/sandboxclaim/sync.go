@@ -144,12 +144,13 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 			continue
 		}
 		if sb, err := lister.Get(name); err == nil && metav1.IsControlledBy(sb, claim) {
+			c.cacheWaitSince.Delete(claim.UID)
 			return sb, nil
 		}
-		if caughtUp, known := c.sandboxCacheCaughtUp(claim); known {
-			if !caughtUp {
-				return nil, errSandboxCacheBehind
-			}
+		switch c.waitForSandboxCache(claim) {
+		case cacheBehind:
+			return nil, errSandboxCacheBehind
+		case cacheCaughtUp:
 			// The cache holds every sandbox write up to the claim's own, and so whatever the
 			// claim's status or label was written after: the API would say the same.
 			continue
@@ -187,23 +188,42 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 // or before the claim's own, is still on its way, and its event brings the claim back.
 var errSandboxCacheBehind = errors.New("the sandbox cache is behind the claim")
 
-// sandboxCacheRetry is when a claim that waited for the sandbox cache is synced again in any case:
-// a status written from an older view may name a sandbox that no event will bring back.
+// sandboxCacheRetry is how long a claim waits for the sandbox cache before the API is asked: a
+// status written from an older view may name a sandbox that no event will bring back, and a
+// quiet cache moves on only with the next sandbox write or bookmark.
 const sandboxCacheRetry = time.Second
 
-// sandboxCacheCaughtUp reports whether the sandbox cache has seen every write up to the claim's
-// resourceVersion; known is false when that cannot be told: claims and sandboxes kept in
-// different etcd clusters, whose resourceVersions do not compare, or a cache that does not say
-// how far it got.
-func (c *Controller) sandboxCacheCaughtUp(claim *extensionsv1beta1.SandboxClaim) (caughtUp, known bool) {
+type sandboxCacheState int
+
+const (
+	cacheUnknown  sandboxCacheState = iota // ask the API
+	cacheBehind                            // wait for the sandbox's event
+	cacheCaughtUp                          // the cache's answer stands
+)
+
+// waitForSandboxCache tells how far the sandbox cache got against the claim's resourceVersion.
+// It is unknown when claims and sandboxes are kept in different etcd clusters, whose
+// resourceVersions do not compare, when the cache does not say how far it got, or when the claim
+// has waited sandboxCacheRetry already.
+func (c *Controller) waitForSandboxCache(claim *extensionsv1beta1.SandboxClaim) sandboxCacheState {
 	if !c.sharedRevisions {
-		return false, false
+		return cacheUnknown
 	}
 	cmp, err := resourceversion.CompareResourceVersion(c.sandboxIndex.LastStoreSyncResourceVersion(), claim.ResourceVersion)
-	if err != nil {
-		return false, false
+	switch {
+	case err != nil:
+		return cacheUnknown
+	case cmp >= 0:
+		c.cacheWaitSince.Delete(claim.UID)
+		return cacheCaughtUp
 	}
-	return cmp >= 0, true
+	now := c.now()
+	since, _ := c.cacheWaitSince.LoadOrStore(claim.UID, now)
+	if now.Sub(since.(time.Time)) < sandboxCacheRetry {
+		return cacheBehind
+	}
+	c.cacheWaitSince.Delete(claim.UID)
+	return cacheUnknown
 }
 
 // syncPodMetadata pushes the claim's pod metadata to its sandbox when it drifted.
