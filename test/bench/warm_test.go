@@ -38,8 +38,8 @@ type WarmRun struct {
 	MaxMs float64 `json:"createToReadyMaxMs"`
 	// AllReadyMs is from the first create to the watch seeing the last claim Ready.
 	AllReadyMs float64 `json:"allReadyMs"`
-	// The same as the claim's creator sees it: when the create response says Ready=True, the claim
-	// is Ready as that response arrives; otherwise when the watch sees it.
+	// The same as the claim's creator sees it: Ready at the earlier of its create response saying
+	// Ready=True and the watch seeing it so.
 	CreatorP50Ms      float64 `json:"creatorCreateToReadyP50Ms"`
 	CreatorP90Ms      float64 `json:"creatorCreateToReadyP90Ms"`
 	CreatorP99Ms      float64 `json:"creatorCreateToReadyP99Ms"`
