@@ -62,34 +62,31 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
-	for attempts := 0; attempts < maxBindAttempts; {
-		key, candidate, ok := w.next(bucket, accept)
-		if !ok {
-			return false, nil
-		}
-		if candidate == nil {
-			continue // a stale key, dropped from the queue: no write was tried
-		}
-		attempts++
+	unmergeable := false
+	bound, err := w.offer(bucket, accept, maxBindAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
 		adopted, err := adoptedSandbox(claim, template, candidate)
 		if err != nil {
-			w.warm.Add(bucket, key)
-			return false, nil
+			unmergeable = true
+			return false, err
 		}
 		served := claim.DeepCopy()
 		computeStatus(served, adopted, nil, false)
 		err = commit(ctx, served, candidate, adopted)
-		switch {
-		case apierrors.IsConflict(err):
+		if apierrors.IsConflict(err) {
 			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)
-			continue
-		case err != nil:
-			w.warm.Add(bucket, key)
+			return true, nil
+		}
+		if err != nil {
 			return false, err
 		}
 		w.recordAdoption(served, candidate, adopted)
 		observeReady(served, adopted, start)
-		return true, nil
+		return false, nil
+	})
+	if unmergeable {
+		// The claim's pod metadata does not merge with the member's: stored unbound, for the
+		// controller to report.
+		return false, nil
 	}
-	return false, nil
+	return bound, err
 }

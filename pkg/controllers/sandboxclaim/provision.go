@@ -34,28 +34,21 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 	w := c.chooser()
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
-	for range maxAdoptionAttempts {
-		key, candidate, ok := w.next(bucket, accept)
-		if !ok {
-			return nil, nil
-		}
-		if candidate == nil {
-			continue
-		}
-		adopted, err := c.takeOver(ctx, claim, template, candidate)
-		switch {
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	var adopted *agentsv1beta1.Sandbox
+	_, err := w.offer(bucket, accept, maxAdoptionAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+		sb, err := c.takeOver(ctx, claim, template, candidate)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			logger.V(4).Info("Warm candidate taken by someone else", "claim", klog.KObj(claim), "sandbox", key)
-			continue
-		case err != nil:
-			// Not the candidate's fault: give it back for the next claim.
-			c.warm.Add(bucket, key)
-			return nil, err
+			return true, nil
 		}
-		w.recordAdoption(claim, candidate, adopted)
-		return adopted, nil
-	}
-	return nil, nil
+		if err != nil {
+			return false, err
+		}
+		w.recordAdoption(claim, candidate, sb)
+		adopted = sb
+		return false, nil
+	})
+	return adopted, err
 }
 
 // takeOver writes the candidate over to the claim; the Update carries the candidate's

@@ -115,6 +115,34 @@ func (w warmChooser) next(bucket warmqueue.Bucket, accept func(string) bool) (ke
 	return key, sb, true
 }
 
+// offer hands the claim's candidates in bucket to try, one at a time, until try takes one: at most
+// maxTries of them, counting only those try was called for (a stale key costs no write). try
+// reports taken when someone else had the candidate first, and the next one is offered; when it
+// fails otherwise, the candidate was not at fault and goes back to the queue for the next claim.
+// offer reports whether try took a candidate.
+func (w warmChooser) offer(bucket warmqueue.Bucket, accept func(string) bool, maxTries int, try func(key string, candidate *agentsv1beta1.Sandbox) (taken bool, err error)) (bool, error) {
+	for tries := 0; tries < maxTries; {
+		key, candidate, ok := w.next(bucket, accept)
+		if !ok {
+			return false, nil
+		}
+		if candidate == nil {
+			continue // a stale key, dropped from the queue
+		}
+		tries++
+		taken, err := try(key, candidate)
+		switch {
+		case taken:
+			continue
+		case err != nil:
+			w.warm.Add(bucket, key)
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
 func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
 	pool := ""
