@@ -97,7 +97,7 @@ func TestAdoptWarmMember(t *testing.T) {
 // TestAdoptCandidates is the matrix of which queued members a claim takes.
 func TestAdoptCandidates(t *testing.T) {
 	const otherPool = "other-pool"
-	cases := []struct {
+	type adoptCase struct {
 		name   string
 		policy *extensionsv1beta1.WarmPoolPolicy
 		// queued go through the sandbox handler, in order; cached are only in the cache and API.
@@ -106,7 +106,8 @@ func TestAdoptCandidates(t *testing.T) {
 		forced     []*agentsv1beta1.Sandbox
 		wantAdopt  string // name of the member adopted; "" for a cold create
 		wantQueued []string
-	}{
+	}
+	cases := []adoptCase{
 		{
 			name:      "default takes the oldest Ready member",
 			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", testPool), warmMember("m2", otherPool)},
@@ -136,24 +137,6 @@ func TestAdoptCandidates(t *testing.T) {
 			wantQueued: []string{"m1"},
 		},
 		{
-			name:   "a not-Ready member is never queued nor adopted",
-			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
-		},
-		{
-			name:   "a member with no Ready condition is never adopted",
-			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
-		},
-		{
-			name:   "a member in another namespace is never adopted",
-			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, inNamespace("elsewhere"))},
-		},
-		{
-			name: "a member of another template is never adopted",
-			queued: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
-			})},
-		},
-		{
 			name:      "a member that turned not-Ready after it was queued is skipped for the next one",
 			forced:    []*agentsv1beta1.Sandbox{warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, "PodNotReady", "")), warmMember("m2", testPool)},
 			wantAdopt: "m2",
@@ -174,6 +157,9 @@ func TestAdoptCandidates(t *testing.T) {
 			name:   "a member taken by another claim after it was queued is skipped",
 			forced: []*agentsv1beta1.Sandbox{warmMember("m1", testPool, ownedByClaim("other-claim", "other-claim-uid"))},
 		},
+	}
+	for _, u := range unofferable() {
+		cases = append(cases, adoptCase{name: "a member " + u.why + " is never adopted", queued: []*agentsv1beta1.Sandbox{u.member}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

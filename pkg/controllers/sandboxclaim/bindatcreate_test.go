@@ -224,7 +224,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 	const otherPool = "other-pool"
 	ready := warmMember // shorthand
 	past, future, zero := -time.Second, time.Hour, time.Duration(0)
-	cases := []struct {
+	type bindCase struct {
 		name       string
 		claim      []func(*extensionsv1beta1.SandboxClaim)
 		noTemplate bool
@@ -237,7 +237,8 @@ func TestBindAtCreateCandidates(t *testing.T) {
 		wantBound              string // the member committed; "" when BindAtCreate reports false
 		wantQueued             []string
 		thenPlainGets          string // after a refusal, the member a plain claim then gets
-	}{
+	}
+	cases := []bindCase{
 		{
 			name:      "a plain claim takes the Ready member",
 			queued:    []*agentsv1beta1.Sandbox{ready("m1", testPool)},
@@ -370,28 +371,6 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			wantQueued: []string{"n1"}, thenPlainGets: "n1",
 		},
 		{
-			name:   "a not-Ready member is never offered",
-			queued: []*agentsv1beta1.Sandbox{ready("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
-		},
-		{
-			name:   "a member with no Ready condition is never offered",
-			queued: []*agentsv1beta1.Sandbox{ready("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
-		},
-		{
-			name:   "a member being deleted is never offered",
-			queued: []*agentsv1beta1.Sandbox{ready("m1", testPool, sandboxDeleting)},
-		},
-		{
-			name:   "a member of another namespace is never offered",
-			queued: []*agentsv1beta1.Sandbox{ready("m1", testPool, inNamespace("elsewhere"))},
-		},
-		{
-			name: "a member of another template is never offered",
-			queued: []*agentsv1beta1.Sandbox{ready("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
-			})},
-		},
-		{
 			name: "a member that turned not-Ready after it was queued is skipped for the next",
 			forced: []*agentsv1beta1.Sandbox{
 				ready("m1", testPool, sandboxReady(metav1.ConditionFalse, "PodNotReady", "")), ready("m2", testPool),
@@ -411,6 +390,9 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			name:   "a member gone from the cache after it was queued is skipped",
 			hidden: []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 		},
+	}
+	for _, u := range unofferable() {
+		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

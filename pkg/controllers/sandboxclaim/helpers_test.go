@@ -234,6 +234,26 @@ func withRV(rv string) func(*agentsv1beta1.Sandbox) {
 	return func(sb *agentsv1beta1.Sandbox) { sb.ResourceVersion = rv }
 }
 
+// unofferable are members of the test pool that no claim of the test template in testNS may take,
+// each with what rules it out; the adoption and the binding at create both check them.
+func unofferable() []struct {
+	why    string
+	member *agentsv1beta1.Sandbox
+} {
+	return []struct {
+		why    string
+		member *agentsv1beta1.Sandbox
+	}{
+		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
+		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+		{"being deleted", warmMember("m1", testPool, sandboxDeleting)},
+		{"in another namespace", warmMember("m1", testPool, inNamespace("elsewhere"))},
+		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
+		})},
+	}
+}
+
 // warmMember is a Ready member of pool (empty: no controller) of the test template, as the warm
 // pool controller makes it.
 func warmMember(name, pool string, mods ...func(*agentsv1beta1.Sandbox)) *agentsv1beta1.Sandbox {
