@@ -105,6 +105,8 @@ main() {
   done
 
   local kwok_dir rel
+  # With every binary cached, the kwok module may still be missing from the module cache.
+  (cd "${TOOLS_MOD}" && "${GO}" mod download sigs.k8s.io/kwok) || die "cannot download the kwok module"
   kwok_dir="$(cd "${TOOLS_MOD}" && "${GO}" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   [[ -n "${kwok_dir}" && -d "${kwok_dir}" ]] || die "kwok module source not found (go mod download in hack/tools)"
   for rel in "${KWOK_STAGES[@]}"; do

@@ -9,7 +9,11 @@ MODULE=$(go list -m)
 # The generators are installed here, not into the user's GOPATH/bin.
 export GOBIN="${ROOT}/_output/codegen/bin"
 mkdir -p "${GOBIN}"
+# go list prints no directory for a module that is not in the module cache yet (a new machine):
+# download it first.
+go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+[[ -n "${CODEGEN_PKG}" ]] || { echo "k8s.io/code-generator not found in the module cache" >&2; exit 1; }
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
 BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
