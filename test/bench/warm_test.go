@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -112,7 +113,7 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 	}
 	pool := &extensionsv1beta1.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
-		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: int32(poolSize), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "agent"}},
+		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(poolSize)), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "agent"}},
 	}
 	if _, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -83,7 +84,7 @@ func TestHALeaderFailover(t *testing.T) {
 	pool := &extensionsv1beta1.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: extensionsv1beta1.SandboxWarmPoolSpec{
-			Replicas:    poolReplicas,
+			Replicas:    ptr.To[int32](poolReplicas),
 			TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "t"},
 		},
 	}

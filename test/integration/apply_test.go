@@ -223,7 +223,7 @@ func TestServerSideApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Spec.Replicas != 2 || got.Spec.UpdateStrategy == nil || got.Spec.UpdateStrategy.Type != "OnReplenish" {
+		if ptr.Deref(got.Spec.Replicas, 0) != 2 || got.Spec.UpdateStrategy == nil || got.Spec.UpdateStrategy.Type != "OnReplenish" {
 			t.Errorf("applied pool %s", jsonOf(t, got.Spec))
 		}
 		hpa := extac.SandboxWarmPool("pool", ns).WithSpec(extac.SandboxWarmPoolSpec().WithReplicas(7))

@@ -301,7 +301,7 @@ func TestCRUD(t *testing.T) {
 		runCRUD(t, crudCase[*extv1beta1.SandboxWarmPool, *extv1beta1.SandboxWarmPoolList]{
 			client:  s.Client.ExtensionsV1beta1().SandboxWarmPools(ns),
 			obj:     newPool(ns, "pool", "tmpl", 2),
-			mutate:  func(o *extv1beta1.SandboxWarmPool) { o.Spec.Replicas = 3 },
+			mutate:  func(o *extv1beta1.SandboxWarmPool) { o.Spec.Replicas = ptr.To[int32](3) },
 			checkUp: func(t *testing.T, o *extv1beta1.SandboxWarmPool) { expectPoolReplicas(t, o, 3) },
 			patches: []patchCase[*extv1beta1.SandboxWarmPool]{
 				{"merge patch", types.MergePatchType, `{"spec":{"updateStrategy":{"type":"Recreate"}}}`, func(t *testing.T, o *extv1beta1.SandboxWarmPool) {
@@ -434,7 +434,7 @@ func TestCRUD(t *testing.T) {
 
 func expectPoolReplicas(t *testing.T, o *extv1beta1.SandboxWarmPool, want int32) {
 	t.Helper()
-	if o.Spec.Replicas != want {
-		t.Errorf("pool replicas %d, want %d", o.Spec.Replicas, want)
+	if got := ptr.Deref(o.Spec.Replicas, -1); got != want {
+		t.Errorf("pool replicas %d, want %d", got, want)
 	}
 }

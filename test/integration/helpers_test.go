@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -95,7 +96,7 @@ func newPool(ns, name, template string, replicas int32) *extv1beta1.SandboxWarmP
 	return &extv1beta1.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: extv1beta1.SandboxWarmPoolSpec{
-			Replicas:    replicas,
+			Replicas:    ptr.To(replicas),
 			TemplateRef: extv1beta1.SandboxTemplateRef{Name: template},
 		},
 	}

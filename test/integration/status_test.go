@@ -186,25 +186,25 @@ func TestStatusSpecSplit(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Status = extv1beta1.SandboxWarmPoolStatus{Replicas: 2, ReadyReplicas: 1, Selector: "agents.x-k8s.io/pool=abc"}
-		p.Spec.Replicas = 9
+		p.Spec.Replicas = ptr.To[int32](9)
 		afterStatus, err := pools.UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if afterStatus.Status.ReadyReplicas != 1 || afterStatus.Spec.Replicas != 2 || afterStatus.Generation != 1 {
+		if afterStatus.Status.ReadyReplicas != 1 || int32Of(afterStatus.Spec.Replicas) != 2 || afterStatus.Generation != 1 {
 			t.Errorf("pool status write: status %s, spec.replicas %d, generation %d",
-				jsonOf(t, afterStatus.Status), afterStatus.Spec.Replicas, afterStatus.Generation)
+				jsonOf(t, afterStatus.Status), int32Of(afterStatus.Spec.Replicas), afterStatus.Generation)
 		}
 		up := afterStatus.DeepCopy()
 		up.Status.ReadyReplicas = 0
-		up.Spec.Replicas = 3
+		up.Spec.Replicas = ptr.To[int32](3)
 		afterUpdate, err := pools.Update(ctx, up, metav1.UpdateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if afterUpdate.Status.ReadyReplicas != 1 || afterUpdate.Spec.Replicas != 3 || afterUpdate.Generation != 2 {
+		if afterUpdate.Status.ReadyReplicas != 1 || int32Of(afterUpdate.Spec.Replicas) != 3 || afterUpdate.Generation != 2 {
 			t.Errorf("pool update: status %s, spec.replicas %d, generation %d (want 2)",
-				jsonOf(t, afterUpdate.Status), afterUpdate.Spec.Replicas, afterUpdate.Generation)
+				jsonOf(t, afterUpdate.Status), int32Of(afterUpdate.Spec.Replicas), afterUpdate.Generation)
 		}
 		bad := afterUpdate.DeepCopy()
 		bad.Status.Replicas = -1

@@ -165,7 +165,7 @@ func TestValidation(t *testing.T) {
 		}, "spec.podTemplate.spec.containers"),
 
 		poolCase(s, ns, "with negative replicas", func(p *extv1beta1.SandboxWarmPool) {
-			p.Spec.Replicas = -1
+			p.Spec.Replicas = ptr.To[int32](-1)
 		}, "spec.replicas"),
 		poolCase(s, ns, "without sandboxTemplateRef.name", func(p *extv1beta1.SandboxWarmPool) {
 			p.Spec.TemplateRef.Name = ""
@@ -191,7 +191,7 @@ func TestValidation(t *testing.T) {
 			c.Spec.Lifecycle = &extv1beta1.Lifecycle{TTLSecondsAfterFinished: ptr.To[int32](-5)}
 		}, "spec.sandboxTemplateRef.name", "spec.env[0].name", "spec.additionalPodMetadata.labels[k8s.io/x]", "spec.lifecycle.ttlSecondsAfterFinished"),
 		poolCase(s, ns, "with several bad fields", func(p *extv1beta1.SandboxWarmPool) {
-			p.Spec.Replicas = -3
+			p.Spec.Replicas = ptr.To[int32](-3)
 			p.Spec.TemplateRef.Name = ""
 			p.Spec.UpdateStrategy = &extv1beta1.SandboxWarmPoolUpdateStrategy{Type: "Rolling"}
 		}, "spec.replicas", "spec.sandboxTemplateRef.name", "spec.updateStrategy.type"),

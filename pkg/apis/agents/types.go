@@ -18,6 +18,16 @@ const (
 	ShutdownPolicyRetain ShutdownPolicy = "Retain"
 )
 
+// OperatingMode is the desired operational state of a Sandbox, kept in step with spec.replicas.
+type OperatingMode string
+
+const (
+	// OperatingModeRunning runs the Pod (spec.replicas 1).
+	OperatingModeRunning OperatingMode = "Running"
+	// OperatingModeSuspended deletes the Pod and keeps the volumes (spec.replicas 0).
+	OperatingModeSuspended OperatingMode = "Suspended"
+)
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Sandbox is a single, controller-managed Pod with optional headless Service and volumes.
@@ -75,8 +85,9 @@ type SandboxSpec struct {
 	PodTemplate          PodTemplate
 	VolumeClaimTemplates []PersistentVolumeClaimTemplate
 	Lifecycle
-	Replicas *int32
-	Service  *bool
+	Replicas      *int32
+	OperatingMode OperatingMode
+	Service       *bool
 }
 
 // SandboxStatus is the observed state of a Sandbox.
@@ -87,4 +98,5 @@ type SandboxStatus struct {
 	Replicas      int32
 	LabelSelector string
 	PodIPs        []string
+	NodeName      string
 }

@@ -45,6 +45,15 @@ const (
 	EnvVarsInjectionPolicyDisallowed EnvVarsInjectionPolicy = "Disallowed"
 )
 
+// VolumeClaimTemplatesPolicy says whether claims may add volume claim templates to the template's.
+type VolumeClaimTemplatesPolicy string
+
+const (
+	VolumeClaimTemplatesPolicyDisallowed VolumeClaimTemplatesPolicy = "Disallowed"
+	VolumeClaimTemplatesPolicyAllowed    VolumeClaimTemplatesPolicy = "Allowed"
+	VolumeClaimTemplatesPolicyOverrides  VolumeClaimTemplatesPolicy = "Overrides"
+)
+
 // SandboxWarmPoolUpdateStrategyType says how stale warm-pool members are replaced.
 type SandboxWarmPoolUpdateStrategyType string
 
@@ -55,6 +64,11 @@ const (
 
 // SandboxTemplateRef names a SandboxTemplate in the same namespace.
 type SandboxTemplateRef struct {
+	Name string
+}
+
+// SandboxWarmPoolRef names a SandboxWarmPool in the same namespace.
+type SandboxWarmPoolRef struct {
 	Name string
 }
 
@@ -96,9 +110,11 @@ type Lifecycle struct {
 // SandboxClaimSpec is the desired state of a SandboxClaim.
 type SandboxClaimSpec struct {
 	TemplateRef           SandboxTemplateRef
+	WarmPoolRef           *SandboxWarmPoolRef
 	WarmPool              *WarmPoolPolicy
 	AdditionalPodMetadata agents.PodMetadata
 	Env                   []EnvVar
+	VolumeClaimTemplates  []agents.PersistentVolumeClaimTemplate
 	Lifecycle             *Lifecycle
 }
 
@@ -142,12 +158,13 @@ type NetworkPolicySpec struct {
 
 // SandboxTemplateSpec is the desired state of a SandboxTemplate.
 type SandboxTemplateSpec struct {
-	PodTemplate             agents.PodTemplate
-	VolumeClaimTemplates    []agents.PersistentVolumeClaimTemplate
-	NetworkPolicy           *NetworkPolicySpec
-	NetworkPolicyManagement NetworkPolicyManagement
-	EnvVarsInjectionPolicy  EnvVarsInjectionPolicy
-	Service                 *bool
+	PodTemplate                agents.PodTemplate
+	VolumeClaimTemplates       []agents.PersistentVolumeClaimTemplate
+	NetworkPolicy              *NetworkPolicySpec
+	NetworkPolicyManagement    NetworkPolicyManagement
+	EnvVarsInjectionPolicy     EnvVarsInjectionPolicy
+	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy
+	Service                    *bool
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -185,9 +202,10 @@ type SandboxWarmPoolSpec struct {
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
 type SandboxWarmPoolStatus struct {
-	Replicas      int32
-	ReadyReplicas int32
-	Selector      string
+	ObservedGeneration int64
+	Replicas           int32
+	ReadyReplicas      int32
+	Selector           string
 }
 
 // TemplateRefField is the field selector of claims and warm pools by the template they use.

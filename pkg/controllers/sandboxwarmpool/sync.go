@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -270,7 +271,7 @@ func sortForDeletion(list []*agentsv1beta1.Sandbox) {
 // maxBatchSize of each, after recording them as expected.
 func (c *Controller) manage(ctx context.Context, key string, pool *extensionsv1beta1.SandboxWarmPool, rev *revision, p *plan) error {
 	deletes := p.condemned
-	diff := int(pool.Spec.Replicas) - len(p.active)
+	diff := int(ptr.Deref(pool.Spec.Replicas, 1)) - len(p.active)
 	if diff < 0 {
 		surplus := slices.Clone(p.active)
 		sortForDeletion(surplus)
@@ -439,9 +440,10 @@ func Selector(pool string) string {
 	return extensionsv1beta1.WarmPoolSandboxLabel + "=" + naming.NameHash(pool)
 }
 
-// writeStatus writes the status subresource only when it changed since the cached pool.
+// writeStatus writes the status subresource only when it changed since the cached pool; the pool's
+// generation is the one this pass acted on.
 func (c *Controller) writeStatus(ctx context.Context, pool *extensionsv1beta1.SandboxWarmPool, active []*agentsv1beta1.Sandbox) error {
-	st := extensionsv1beta1.SandboxWarmPoolStatus{Replicas: int32(len(active)), Selector: Selector(pool.Name)}
+	st := extensionsv1beta1.SandboxWarmPoolStatus{ObservedGeneration: pool.Generation, Replicas: int32(len(active)), Selector: Selector(pool.Name)}
 	for _, sb := range active {
 		if ready(sb) {
 			st.ReadyReplicas++

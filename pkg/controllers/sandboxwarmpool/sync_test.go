@@ -233,7 +233,7 @@ func newPool(name, template string, replicas int32, strategy extensionsv1beta1.S
 	return &extensionsv1beta1.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), Finalizers: []string{Finalizer}},
 		Spec: extensionsv1beta1.SandboxWarmPoolSpec{
-			Replicas:       replicas,
+			Replicas:       ptr.To(replicas),
 			TemplateRef:    extensionsv1beta1.SandboxTemplateRef{Name: template},
 			UpdateStrategy: &extensionsv1beta1.SandboxWarmPoolUpdateStrategy{Type: strategy},
 		},
@@ -750,7 +750,7 @@ func TestTemplateMissing(t *testing.T) {
 	}
 	// Nothing to create from, however short the pool is.
 	short := pool.DeepCopy()
-	short.Spec.Replicas = 5
+	short.Spec.Replicas = ptr.To[int32](5)
 	f.cache(short)
 	f.ctrl.exp.forget(key)
 	if err := f.sync(key); err != nil {

@@ -83,6 +83,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationextensionsv1alpha1.SandboxTemplateSpecApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("SandboxWarmPool"):
 		return &applyconfigurationextensionsv1alpha1.SandboxWarmPoolApplyConfiguration{}
+	case extensionsv1alpha1.SchemeGroupVersion.WithKind("SandboxWarmPoolRef"):
+		return &applyconfigurationextensionsv1alpha1.SandboxWarmPoolRefApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("SandboxWarmPoolSpec"):
 		return &applyconfigurationextensionsv1alpha1.SandboxWarmPoolSpecApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("SandboxWarmPoolStatus"):
@@ -113,6 +115,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationextensionsv1beta1.SandboxTemplateSpecApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPool"):
 		return &applyconfigurationextensionsv1beta1.SandboxWarmPoolApplyConfiguration{}
+	case extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPoolRef"):
+		return &applyconfigurationextensionsv1beta1.SandboxWarmPoolRefApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPoolSpec"):
 		return &applyconfigurationextensionsv1beta1.SandboxWarmPoolSpecApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPoolStatus"):

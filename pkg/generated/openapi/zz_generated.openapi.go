@@ -59,6 +59,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1alpha1.SandboxTemplateSpec{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref),
 		extensionsv1alpha1.SandboxWarmPool{}.OpenAPIModelName():               schema_pkg_apis_extensions_v1alpha1_SandboxWarmPool(ref),
 		extensionsv1alpha1.SandboxWarmPoolList{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolList(ref),
+		extensionsv1alpha1.SandboxWarmPoolRef{}.OpenAPIModelName():            schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolRef(ref),
 		extensionsv1alpha1.SandboxWarmPoolSpec{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref),
 		extensionsv1alpha1.SandboxWarmPoolStatus{}.OpenAPIModelName():         schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolStatus(ref),
 		extensionsv1alpha1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName(): schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref),
@@ -76,6 +77,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1beta1.SandboxTemplateSpec{}.OpenAPIModelName():            schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref),
 		extensionsv1beta1.SandboxWarmPool{}.OpenAPIModelName():                schema_pkg_apis_extensions_v1beta1_SandboxWarmPool(ref),
 		extensionsv1beta1.SandboxWarmPoolList{}.OpenAPIModelName():            schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolList(ref),
+		extensionsv1beta1.SandboxWarmPoolRef{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolRef(ref),
 		extensionsv1beta1.SandboxWarmPoolSpec{}.OpenAPIModelName():            schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref),
 		extensionsv1beta1.SandboxWarmPoolStatus{}.OpenAPIModelName():          schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolStatus(ref),
 		extensionsv1beta1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName():  schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolUpdateStrategy(ref),
@@ -771,9 +773,17 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.",
+							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"operatingMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in the shape of the agent-sandbox v1.0 API. The two are kept in step: a create sets whichever is missing from the other (both given and disagreeing is refused), and an update that changes one changes the other, so kubectl scale --replicas=0 shows Suspended here.\n\nPossible enum values:\n - `\"Running\"` runs the Pod (spec.replicas 1).\n - `\"Suspended\"` deletes the Pod and keeps its PersistentVolumeClaims (spec.replicas 0).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Running", "Suspended"},
 						},
 					},
 					"service": {
@@ -823,7 +833,7 @@ func schema_pkg_apis_agents_v1alpha1_SandboxStatus(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions are Ready, Suspended and Finished.",
+							Description: "conditions are Ready, Suspended and Finished, and PodScheduled mirrored from the Pod (its status, reason and message) while there is one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -867,6 +877,13 @@ func schema_pkg_apis_agents_v1alpha1_SandboxStatus(ref common.ReferenceCallback)
 									},
 								},
 							},
+						},
+					},
+					"nodeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no Pod.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1214,9 +1231,17 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.",
+							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"operatingMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in the shape of the agent-sandbox v1.0 API. The two are kept in step: a create sets whichever is missing from the other (both given and disagreeing is refused), and an update that changes one changes the other, so kubectl scale --replicas=0 shows Suspended here.\n\nPossible enum values:\n - `\"Running\"` runs the Pod (spec.replicas 1).\n - `\"Suspended\"` deletes the Pod and keeps its PersistentVolumeClaims (spec.replicas 0).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Running", "Suspended"},
 						},
 					},
 					"service": {
@@ -1266,7 +1291,7 @@ func schema_pkg_apis_agents_v1beta1_SandboxStatus(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions are Ready, Suspended and Finished.",
+							Description: "conditions are Ready, Suspended and Finished, and PodScheduled mirrored from the Pod (its status, reason and message) while there is one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1310,6 +1335,13 @@ func schema_pkg_apis_agents_v1beta1_SandboxStatus(ref common.ReferenceCallback) 
 									},
 								},
 							},
+						},
+					},
+					"nodeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no Pod.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1557,14 +1589,20 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"sandboxTemplateRef": {
 						SchemaProps: spec.SchemaProps{
-							Description: "sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from.",
+							Description: "sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from. It may be left out when warmPoolRef is set: the pool's template is filled in.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(extensionsv1alpha1.SandboxTemplateRef{}.OpenAPIModelName()),
 						},
 					},
+					"warmPoolRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "warmPoolRef names the SandboxWarmPool, in the claim's namespace, the claim is served from (the agent-sandbox v1.0 way to claim). The pool decides the template: the pool must exist when the claim is created, and sandboxTemplateRef, when given, must name the pool's template. The claim then adopts only members of this pool, and gets a sandbox made from the template when the pool has none. Without warmPoolRef, a claim may adopt from any pool of its template, as warmpool says.",
+							Ref:         ref(extensionsv1alpha1.SandboxWarmPoolRef{}.OpenAPIModelName()),
+						},
+					},
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
-							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool.",
+							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults to that pool's name and may only be that or \"none\".",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1595,6 +1633,25 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 							},
 						},
 					},
+					"volumeClaimTemplates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the template's of the same name too. A claim with volumeClaimTemplates always gets a sandbox made for it (a cold start), never a warm pool's member, whose volumes exist already.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"lifecycle": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lifecycle says when the claim expires and what happens then.",
@@ -1605,7 +1662,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PodMetadata{}.OpenAPIModelName(), extensionsv1alpha1.EnvVar{}.OpenAPIModelName(), extensionsv1alpha1.Lifecycle{}.OpenAPIModelName(), extensionsv1alpha1.SandboxTemplateRef{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodMetadata{}.OpenAPIModelName(), extensionsv1alpha1.EnvVar{}.OpenAPIModelName(), extensionsv1alpha1.Lifecycle{}.OpenAPIModelName(), extensionsv1alpha1.SandboxTemplateRef{}.OpenAPIModelName(), extensionsv1alpha1.SandboxWarmPoolRef{}.OpenAPIModelName()},
 	}
 }
 
@@ -1863,6 +1920,14 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
 						},
 					},
+					"volumeClaimTemplatesPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the default), Allowed (new names only) or Overrides (new ones and replacements of the template's of the same name). A claim the policy does not allow is refused when it is created.\n\nPossible enum values:\n - `\"Allowed\"` lets claims add volume claim templates of new names.\n - `\"Disallowed\"` refuses claims that set volumeClaimTemplates.\n - `\"Overrides\"` lets claims add volume claim templates and replace the template's own of the same name.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
+						},
+					},
 					"service": {
 						SchemaProps: spec.SchemaProps{
 							Description: "service is copied to the spec.service of every sandbox: true gives each a headless Service.",
@@ -1981,6 +2046,28 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolList(ref common.Referenc
 	}
 }
 
+func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxWarmPoolRef names a SandboxWarmPool in the same namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the SandboxWarmPool, in the same namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1990,8 +2077,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
-							Default:     0,
+							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2010,7 +2096,6 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 						},
 					},
 				},
-				Required: []string{"replicas"},
 			},
 		},
 		Dependencies: []string{
@@ -2025,6 +2110,13 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolStatus(ref common.Refere
 				Description: "SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the metadata.generation of the pool the controller last acted on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of current members of the pool.",
@@ -2310,14 +2402,20 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"sandboxTemplateRef": {
 						SchemaProps: spec.SchemaProps{
-							Description: "sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from.",
+							Description: "sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from. It may be left out when warmPoolRef is set: the pool's template is filled in.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(extensionsv1beta1.SandboxTemplateRef{}.OpenAPIModelName()),
 						},
 					},
+					"warmPoolRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "warmPoolRef names the SandboxWarmPool, in the claim's namespace, the claim is served from (the agent-sandbox v1.0 way to claim). The pool decides the template: the pool must exist when the claim is created, and sandboxTemplateRef, when given, must name the pool's template. The claim then adopts only members of this pool, and gets a sandbox made from the template when the pool has none. Without warmPoolRef, a claim may adopt from any pool of its template, as warmpool says.",
+							Ref:         ref(extensionsv1beta1.SandboxWarmPoolRef{}.OpenAPIModelName()),
+						},
+					},
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
-							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool.",
+							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults to that pool's name and may only be that or \"none\".",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2348,6 +2446,25 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 							},
 						},
 					},
+					"volumeClaimTemplates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the template's of the same name too. A claim with volumeClaimTemplates always gets a sandbox made for it (a cold start), never a warm pool's member, whose volumes exist already.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"lifecycle": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lifecycle says when the claim expires and what happens then.",
@@ -2358,7 +2475,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PodMetadata{}.OpenAPIModelName(), extensionsv1beta1.EnvVar{}.OpenAPIModelName(), extensionsv1beta1.Lifecycle{}.OpenAPIModelName(), extensionsv1beta1.SandboxTemplateRef{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodMetadata{}.OpenAPIModelName(), extensionsv1beta1.EnvVar{}.OpenAPIModelName(), extensionsv1beta1.Lifecycle{}.OpenAPIModelName(), extensionsv1beta1.SandboxTemplateRef{}.OpenAPIModelName(), extensionsv1beta1.SandboxWarmPoolRef{}.OpenAPIModelName()},
 	}
 }
 
@@ -2616,6 +2733,14 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
 						},
 					},
+					"volumeClaimTemplatesPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the default), Allowed (new names only) or Overrides (new ones and replacements of the template's of the same name). A claim the policy does not allow is refused when it is created.\n\nPossible enum values:\n - `\"Allowed\"` lets claims add volume claim templates of new names.\n - `\"Disallowed\"` refuses claims that set volumeClaimTemplates.\n - `\"Overrides\"` lets claims add volume claim templates and replace the template's own of the same name.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
+						},
+					},
 					"service": {
 						SchemaProps: spec.SchemaProps{
 							Description: "service is copied to the spec.service of every sandbox: true gives each a headless Service.",
@@ -2734,6 +2859,28 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolList(ref common.Reference
 	}
 }
 
+func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxWarmPoolRef names a SandboxWarmPool in the same namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the SandboxWarmPool, in the same namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2743,8 +2890,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
-							Default:     0,
+							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2763,7 +2909,6 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 						},
 					},
 				},
-				Required: []string{"replicas"},
 			},
 		},
 		Dependencies: []string{
@@ -2778,6 +2923,13 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolStatus(ref common.Referen
 				Description: "SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the metadata.generation of the pool the controller last acted on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of current members of the pool.",

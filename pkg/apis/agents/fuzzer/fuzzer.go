@@ -23,6 +23,11 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			if s.Replicas == nil {
 				s.Replicas = ptr.To(c.Int31n(2))
 			}
+			// operatingMode is kept in step with replicas: 0 Suspended, 1 Running.
+			s.OperatingMode = agents.OperatingModeRunning
+			if *s.Replicas == 0 {
+				s.OperatingMode = agents.OperatingModeSuspended
+			}
 		},
 		func(l *agents.Lifecycle, c randfill.Continue) {
 			c.FillNoCustom(l)

@@ -19,6 +19,17 @@ const (
 	ShutdownPolicyRetain ShutdownPolicy = "Retain"
 )
 
+// OperatingMode is the desired operational state of a Sandbox.
+// +enum
+type OperatingMode string
+
+const (
+	// OperatingModeRunning runs the Pod (spec.replicas 1).
+	OperatingModeRunning OperatingMode = "Running"
+	// OperatingModeSuspended deletes the Pod and keeps its PersistentVolumeClaims (spec.replicas 0).
+	OperatingModeSuspended OperatingMode = "Suspended"
+)
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
@@ -131,9 +142,18 @@ type SandboxSpec struct {
 	Lifecycle `json:",inline"`
 
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
-	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.
+	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept
+	// in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes
+	// one changes the other.
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in
+	// the shape of the agent-sandbox v1.0 API. The two are kept in step: a create sets whichever is
+	// missing from the other (both given and disagreeing is refused), and an update that changes one
+	// changes the other, so kubectl scale --replicas=0 shows Suspended here.
+	// +optional
+	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
 
 	// service controls the headless Service of this Sandbox. true creates (or adopts) one named after
 	// the Sandbox, false deletes the one the controller owns, and unset keeps an existing Service but
@@ -153,7 +173,8 @@ type SandboxStatus struct {
 	// +optional
 	Service string `json:"service,omitempty"`
 
-	// conditions are Ready, Suspended and Finished.
+	// conditions are Ready, Suspended and Finished, and PodScheduled mirrored from the Pod (its
+	// status, reason and message) while there is one.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -172,4 +193,9 @@ type SandboxStatus struct {
 	// +optional
 	// +listType=atomic
 	PodIPs []string `json:"podIPs,omitempty"`
+
+	// nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no
+	// Pod.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
 }

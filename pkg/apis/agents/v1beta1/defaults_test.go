@@ -98,3 +98,34 @@ func TestDefaultsKeepExplicitValues(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultsOperatingModeAndReplicas shows the two spellings of the same choice filled in from
+// each other on create, and values that disagree left for validation.
+func TestDefaultsOperatingModeAndReplicas(t *testing.T) {
+	scheme := newScheme()
+	cases := []struct {
+		name     string
+		replicas *int32
+		mode     v1beta1.OperatingMode
+		want     int32
+		wantMode v1beta1.OperatingMode
+	}{
+		{"neither", nil, "", 1, v1beta1.OperatingModeRunning},
+		{"replicas 0", ptr.To[int32](0), "", 0, v1beta1.OperatingModeSuspended},
+		{"replicas 1", ptr.To[int32](1), "", 1, v1beta1.OperatingModeRunning},
+		{"Suspended", nil, v1beta1.OperatingModeSuspended, 0, v1beta1.OperatingModeSuspended},
+		{"Running", nil, v1beta1.OperatingModeRunning, 1, v1beta1.OperatingModeRunning},
+		{"disagreeing, kept", ptr.To[int32](1), v1beta1.OperatingModeSuspended, 1, v1beta1.OperatingModeSuspended},
+		{"replicas out of range, no mode", ptr.To[int32](3), "", 3, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &v1beta1.Sandbox{}
+			s.Spec.Replicas, s.Spec.OperatingMode = tc.replicas, tc.mode
+			scheme.Default(s)
+			if *s.Spec.Replicas != tc.want || s.Spec.OperatingMode != tc.wantMode {
+				t.Errorf("replicas %d, operatingMode %q; want %d, %q", *s.Spec.Replicas, s.Spec.OperatingMode, tc.want, tc.wantMode)
+			}
+		})
+	}
+}

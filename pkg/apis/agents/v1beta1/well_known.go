@@ -18,6 +18,15 @@ const (
 	// SandboxTemplateRefAnnotation records the SandboxTemplate a Sandbox was made from.
 	SandboxTemplateRefAnnotation = "agents.x-k8s.io/sandbox-template-ref"
 
+	// SandboxLaunchTypeLabel says how a Sandbox and its Pod came to be: LaunchTypeWarm for a warm
+	// pool's member (and so for a claim's sandbox adopted from a pool), LaunchTypeCold for any
+	// other. The API server sets it when the Sandbox is created and keeps it after.
+	SandboxLaunchTypeLabel = "agents.x-k8s.io/launch-type"
+	// LaunchTypeCold marks a Sandbox created from scratch, for a claim or directly.
+	LaunchTypeCold = "cold"
+	// LaunchTypeWarm marks a Sandbox made by a warm pool, before and after a claim adopts it.
+	LaunchTypeWarm = "warm"
+
 	// SandboxChildrenFinalizer holds a deleted Sandbox until the controller has deleted its pod,
 	// Service and PersistentVolumeClaims.
 	SandboxChildrenFinalizer = "agents.x-k8s.io/sandbox-children"
@@ -31,6 +40,8 @@ const (
 	SandboxConditionReady     ConditionType = "Ready"
 	SandboxConditionSuspended ConditionType = "Suspended"
 	SandboxConditionFinished  ConditionType = "Finished"
+	// SandboxConditionPodScheduled mirrors the PodScheduled condition of the Sandbox's Pod.
+	SandboxConditionPodScheduled ConditionType = "PodScheduled"
 )
 
 // Reasons of the Sandbox conditions.
@@ -43,6 +54,11 @@ const (
 
 	SandboxReasonSuspendedPodTerminated    = "PodTerminated"
 	SandboxReasonSuspendedPodNotTerminated = "PodNotTerminated"
+
+	// SandboxReasonPodScheduled and SandboxReasonPodNotScheduled stand in for the reason of a Pod's
+	// PodScheduled condition when it has none (a condition of a Sandbox needs one).
+	SandboxReasonPodScheduled    = "PodScheduled"
+	SandboxReasonPodNotScheduled = "PodNotScheduled"
 
 	SandboxReasonPodSucceeded = "PodSucceeded"
 	SandboxReasonPodFailed    = "PodFailed"

@@ -300,6 +300,7 @@ func autoConvert_v1beta1_SandboxSpec_To_agents_SandboxSpec(in *SandboxSpec, out 
 		return err
 	}
 	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.OperatingMode = agents.OperatingMode(in.OperatingMode)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
 	return nil
 }
@@ -318,6 +319,7 @@ func autoConvert_agents_SandboxSpec_To_v1beta1_SandboxSpec(in *agents.SandboxSpe
 		return err
 	}
 	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
+	out.OperatingMode = OperatingMode(in.OperatingMode)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
 	return nil
 }
@@ -334,6 +336,7 @@ func autoConvert_v1beta1_SandboxStatus_To_agents_SandboxStatus(in *SandboxStatus
 	out.Replicas = in.Replicas
 	out.LabelSelector = in.LabelSelector
 	out.PodIPs = *(*[]string)(unsafe.Pointer(&in.PodIPs))
+	out.NodeName = in.NodeName
 	return nil
 }
 
@@ -349,6 +352,7 @@ func autoConvert_agents_SandboxStatus_To_v1beta1_SandboxStatus(in *agents.Sandbo
 	out.Replicas = in.Replicas
 	out.LabelSelector = in.LabelSelector
 	out.PodIPs = *(*[]string)(unsafe.Pointer(&in.PodIPs))
+	out.NodeName = in.NodeName
 	return nil
 }
 

@@ -7,6 +7,7 @@
 package validation
 
 import (
+	"fmt"
 	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -30,6 +31,29 @@ var ValidateSandboxName = apimachineryvalidation.NameIsDNS1035Label
 // supportedShutdownPolicies are the values of spec.shutdownPolicy.
 var supportedShutdownPolicies = []agents.ShutdownPolicy{agents.ShutdownPolicyDelete, agents.ShutdownPolicyRetain}
 
+// supportedOperatingModes are the values of spec.operatingMode.
+var supportedOperatingModes = []agents.OperatingMode{agents.OperatingModeRunning, agents.OperatingModeSuspended}
+
+// ReplicasOfMode is the spec.replicas an operating mode stands for.
+func ReplicasOfMode(mode agents.OperatingMode) int32 {
+	if mode == agents.OperatingModeSuspended {
+		return 0
+	}
+	return 1
+}
+
+// ModeOfReplicas is the operating mode spec.replicas stands for: Suspended for 0, Running for 1,
+// and empty for a value a Sandbox cannot have.
+func ModeOfReplicas(replicas int32) agents.OperatingMode {
+	switch replicas {
+	case 0:
+		return agents.OperatingModeSuspended
+	case 1:
+		return agents.OperatingModeRunning
+	}
+	return ""
+}
+
 // ValidateSandbox validates a Sandbox on create.
 func ValidateSandbox(s *agents.Sandbox) field.ErrorList {
 	allErrs := ValidateObjectMeta(&s.ObjectMeta, ValidateSandboxName, field.NewPath("metadata"))
@@ -46,7 +70,8 @@ func ValidateSandbox(s *agents.Sandbox) field.ErrorList {
 //   - spec.podTemplate stays mutable: its labels and annotations are propagated to the running Pod
 //     (a claim that adopts a warm Sandbox rewrites them), and its spec is used for the next Pod the
 //     controller creates, after a suspend (replicas 0, then 1) or once the Pod is gone.
-//   - spec.replicas (the scale subresource), spec.service, spec.shutdownTime and
+//   - spec.replicas (the scale subresource) and spec.operatingMode, kept in step by the strategy,
+//     spec.service, spec.shutdownTime and
 //     spec.shutdownPolicy are what users and controllers change during a Sandbox's life.
 func ValidateSandboxUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 	allErrs := ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
@@ -72,6 +97,11 @@ func ValidateSandboxStatusUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 	allErrs = append(allErrs, ValidateConditionTimes(st.Conditions, statusPath.Child("conditions"))...)
 	allErrs = append(allErrs, ValidateSelectorString(st.LabelSelector, statusPath.Child("selector"))...)
 	allErrs = append(allErrs, ValidatePodIPs(st.PodIPs, statusPath.Child("podIPs"))...)
+	if st.NodeName != "" {
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(st.NodeName, false) {
+			allErrs = append(allErrs, field.Invalid(statusPath.Child("nodeName"), st.NodeName, msg))
+		}
+	}
 	return allErrs
 }
 
@@ -89,6 +119,15 @@ func validateSandboxSpec(spec *agents.SandboxSpec, name string, fldPath *field.P
 
 	if r := spec.Replicas; r != nil && (*r < 0 || *r > 1) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), *r, utilvalidation.InclusiveRangeError(0, 1)))
+	}
+	modePath := fldPath.Child("operatingMode")
+	switch mode := spec.OperatingMode; {
+	case mode == "":
+	case !slices.Contains(supportedOperatingModes, mode):
+		allErrs = append(allErrs, field.NotSupported(modePath, mode, supportedOperatingModes))
+	case spec.Replicas != nil && ModeOfReplicas(*spec.Replicas) != "" && ModeOfReplicas(*spec.Replicas) != mode:
+		allErrs = append(allErrs, field.Invalid(modePath, mode,
+			fmt.Sprintf("must agree with spec.replicas (%d): Running is replicas 1, Suspended is replicas 0", *spec.Replicas)))
 	}
 	allErrs = append(allErrs, ValidateOptionalTime(spec.ShutdownTime, fldPath.Child("shutdownTime"))...)
 	if p := spec.ShutdownPolicy; p != nil && !slices.Contains(supportedShutdownPolicies, *p) {

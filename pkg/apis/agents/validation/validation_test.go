@@ -304,6 +304,25 @@ func TestValidateSandbox(t *testing.T) {
 		{name: "replicas -1", mutate: func(s *agents.Sandbox) { s.Spec.Replicas = ptr.To[int32](-1) },
 			want: []want{invalid("spec.replicas")}},
 
+		// operatingMode, kept in step with replicas
+		{name: "Running with replicas 1", mutate: func(s *agents.Sandbox) {
+			s.Spec.Replicas, s.Spec.OperatingMode = ptr.To[int32](1), agents.OperatingModeRunning
+		}},
+		{name: "Suspended with replicas 0", mutate: func(s *agents.Sandbox) {
+			s.Spec.Replicas, s.Spec.OperatingMode = ptr.To[int32](0), agents.OperatingModeSuspended
+		}},
+		{name: "Suspended with replicas 1", mutate: func(s *agents.Sandbox) {
+			s.Spec.Replicas, s.Spec.OperatingMode = ptr.To[int32](1), agents.OperatingModeSuspended
+		}, want: []want{invalid("spec.operatingMode")}},
+		{name: "Running with replicas 0", mutate: func(s *agents.Sandbox) {
+			s.Spec.Replicas, s.Spec.OperatingMode = ptr.To[int32](0), agents.OperatingModeRunning
+		}, want: []want{invalid("spec.operatingMode")}},
+		{name: "operatingMode unknown", mutate: func(s *agents.Sandbox) { s.Spec.OperatingMode = "Paused" },
+			want: []want{notSupported("spec.operatingMode")}},
+		{name: "replicas 2 is reported on replicas only", mutate: func(s *agents.Sandbox) {
+			s.Spec.Replicas, s.Spec.OperatingMode = ptr.To[int32](2), agents.OperatingModeRunning
+		}, want: []want{invalid("spec.replicas")}},
+
 		// shutdown policy
 		{name: "shutdownPolicy Delete", mutate: func(s *agents.Sandbox) { s.Spec.ShutdownPolicy = ptr.To(agents.ShutdownPolicyDelete) }},
 		{name: "shutdownPolicy unset", mutate: func(s *agents.Sandbox) { s.Spec.ShutdownPolicy = nil }},

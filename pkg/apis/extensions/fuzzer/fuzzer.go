@@ -39,6 +39,9 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			if s.EnvVarsInjectionPolicy == "" {
 				s.EnvVarsInjectionPolicy = oneOf(c, extensions.EnvVarsInjectionPolicyAllowed, extensions.EnvVarsInjectionPolicyOverrides, extensions.EnvVarsInjectionPolicyDisallowed)
 			}
+			if s.VolumeClaimTemplatesPolicy == "" {
+				s.VolumeClaimTemplatesPolicy = oneOf(c, extensions.VolumeClaimTemplatesPolicyDisallowed, extensions.VolumeClaimTemplatesPolicyAllowed, extensions.VolumeClaimTemplatesPolicyOverrides)
+			}
 		},
 		func(s *extensions.SandboxWarmPoolSpec, c randfill.Continue) {
 			c.FillNoCustom(s)

@@ -5,10 +5,15 @@ package v1alpha1
 
 import "k8s.io/utils/ptr"
 
-// SetDefaults_SandboxClaimSpec makes a claim use any warm pool of its template unless told otherwise.
+// SetDefaults_SandboxClaimSpec makes a claim use the pool its warmPoolRef names, or else any warm
+// pool of its template, unless told otherwise.
 func SetDefaults_SandboxClaimSpec(obj *SandboxClaimSpec) {
 	if obj.WarmPool == nil {
-		obj.WarmPool = ptr.To(WarmPoolPolicyDefault)
+		if obj.WarmPoolRef != nil && obj.WarmPoolRef.Name != "" {
+			obj.WarmPool = ptr.To(WarmPoolPolicy(obj.WarmPoolRef.Name))
+		} else {
+			obj.WarmPool = ptr.To(WarmPoolPolicyDefault)
+		}
 	}
 }
 
@@ -19,8 +24,8 @@ func SetDefaults_Lifecycle(obj *Lifecycle) {
 	}
 }
 
-// SetDefaults_SandboxTemplateSpec gives a template the secure defaults: a managed NetworkPolicy and
-// no environment injection by claims.
+// SetDefaults_SandboxTemplateSpec gives a template the secure defaults: a managed NetworkPolicy, no
+// environment injection and no volume claim templates from claims.
 func SetDefaults_SandboxTemplateSpec(obj *SandboxTemplateSpec) {
 	if obj.NetworkPolicyManagement == "" {
 		obj.NetworkPolicyManagement = NetworkPolicyManagementManaged
@@ -28,10 +33,18 @@ func SetDefaults_SandboxTemplateSpec(obj *SandboxTemplateSpec) {
 	if obj.EnvVarsInjectionPolicy == "" {
 		obj.EnvVarsInjectionPolicy = EnvVarsInjectionPolicyDisallowed
 	}
+	if obj.VolumeClaimTemplatesPolicy == "" {
+		obj.VolumeClaimTemplatesPolicy = VolumeClaimTemplatesPolicyDisallowed
+	}
 }
 
-// SetDefaults_SandboxWarmPoolSpec replaces stale members only when they are used up (OnReplenish).
+// SetDefaults_SandboxWarmPoolSpec keeps one member unless told otherwise (agent-sandbox v1.0 made
+// replicas optional with this default), and replaces stale members only when they are used up
+// (OnReplenish).
 func SetDefaults_SandboxWarmPoolSpec(obj *SandboxWarmPoolSpec) {
+	if obj.Replicas == nil {
+		obj.Replicas = ptr.To[int32](1)
+	}
 	if obj.UpdateStrategy == nil {
 		obj.UpdateStrategy = &SandboxWarmPoolUpdateStrategy{}
 	}

@@ -127,14 +127,88 @@ func TestDefaultsSandboxWarmPool(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &v1beta1.SandboxWarmPool{Spec: v1beta1.SandboxWarmPoolSpec{Replicas: 2, UpdateStrategy: tc.strategy}}
+			p := &v1beta1.SandboxWarmPool{Spec: v1beta1.SandboxWarmPoolSpec{Replicas: ptr.To[int32](2), UpdateStrategy: tc.strategy}}
 			scheme.Default(p)
 			if p.Spec.UpdateStrategy == nil || p.Spec.UpdateStrategy.Type != tc.want {
 				t.Errorf("spec.updateStrategy = %+v, want type %q", p.Spec.UpdateStrategy, tc.want)
 			}
-			if p.Spec.Replicas != 2 {
-				t.Errorf("spec.replicas = %d, want 2", p.Spec.Replicas)
+			if p.Spec.Replicas == nil || *p.Spec.Replicas != 2 {
+				t.Errorf("spec.replicas = %v, want 2", p.Spec.Replicas)
 			}
 		})
+	}
+}
+
+// TestDefaultsPeerV1Manifests decodes manifests in the agent-sandbox v1.0 shape: a pool without
+// replicas keeps one member, a claim by warmPoolRef adopts only from that pool, and a template
+// lets no claim add volume claim templates unless it says so.
+func TestDefaultsPeerV1Manifests(t *testing.T) {
+	scheme := newScheme()
+	pool := decode(t, scheme, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: python-pool
+spec:
+  sandboxTemplateRef:
+    name: python
+`).(*v1beta1.SandboxWarmPool)
+	if pool.Spec.Replicas == nil || *pool.Spec.Replicas != 1 {
+		t.Errorf("pool spec.replicas = %v, want 1", pool.Spec.Replicas)
+	}
+	scaledToZero := decode(t, scheme, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata:
+  name: idle-pool
+spec:
+  replicas: 0
+  sandboxTemplateRef:
+    name: python
+`).(*v1beta1.SandboxWarmPool)
+	if scaledToZero.Spec.Replicas == nil || *scaledToZero.Spec.Replicas != 0 {
+		t.Errorf("pool spec.replicas = %v, want the explicit 0", scaledToZero.Spec.Replicas)
+	}
+
+	claim := decode(t, scheme, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxClaim
+metadata:
+  name: by-pool
+spec:
+  warmPoolRef:
+    name: python-pool
+`).(*v1beta1.SandboxClaim)
+	if claim.Spec.WarmPool == nil || *claim.Spec.WarmPool != "python-pool" {
+		t.Errorf("claim spec.warmpool = %v, want python-pool", claim.Spec.WarmPool)
+	}
+	cold := decode(t, scheme, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxClaim
+metadata:
+  name: by-pool-cold
+spec:
+  warmPoolRef:
+    name: python-pool
+  warmpool: none
+`).(*v1beta1.SandboxClaim)
+	if *cold.Spec.WarmPool != v1beta1.WarmPoolPolicyNone {
+		t.Errorf("claim spec.warmpool = %q, want the explicit none", *cold.Spec.WarmPool)
+	}
+
+	template := decode(t, scheme, `
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: python
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: python
+        image: python:3.13
+`).(*v1beta1.SandboxTemplate)
+	if template.Spec.VolumeClaimTemplatesPolicy != v1beta1.VolumeClaimTemplatesPolicyDisallowed {
+		t.Errorf("template spec.volumeClaimTemplatesPolicy = %q, want Disallowed", template.Spec.VolumeClaimTemplatesPolicy)
 	}
 }

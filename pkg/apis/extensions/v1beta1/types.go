@@ -59,6 +59,20 @@ const (
 	EnvVarsInjectionPolicyDisallowed EnvVarsInjectionPolicy = "Disallowed"
 )
 
+// VolumeClaimTemplatesPolicy says whether claims may add volume claim templates to the template's.
+// +enum
+type VolumeClaimTemplatesPolicy string
+
+const (
+	// VolumeClaimTemplatesPolicyDisallowed refuses claims that set volumeClaimTemplates.
+	VolumeClaimTemplatesPolicyDisallowed VolumeClaimTemplatesPolicy = "Disallowed"
+	// VolumeClaimTemplatesPolicyAllowed lets claims add volume claim templates of new names.
+	VolumeClaimTemplatesPolicyAllowed VolumeClaimTemplatesPolicy = "Allowed"
+	// VolumeClaimTemplatesPolicyOverrides lets claims add volume claim templates and replace the
+	// template's own of the same name.
+	VolumeClaimTemplatesPolicyOverrides VolumeClaimTemplatesPolicy = "Overrides"
+)
+
 // SandboxWarmPoolUpdateStrategyType says how stale warm-pool members are replaced.
 // +enum
 type SandboxWarmPoolUpdateStrategyType string
@@ -77,6 +91,12 @@ type SandboxTemplateRef struct {
 	// name of the SandboxTemplate, in the same namespace.
 	// +optional
 	Name string `json:"name,omitempty"`
+}
+
+// SandboxWarmPoolRef names a SandboxWarmPool in the same namespace.
+type SandboxWarmPoolRef struct {
+	// name of the SandboxWarmPool, in the same namespace.
+	Name string `json:"name"`
 }
 
 // +genclient
@@ -145,11 +165,23 @@ type Lifecycle struct {
 
 // SandboxClaimSpec is the desired state of a SandboxClaim.
 type SandboxClaimSpec struct {
-	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from.
+	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made
+	// from. It may be left out when warmPoolRef is set: the pool's template is filled in.
+	// +optional
 	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
 
+	// warmPoolRef names the SandboxWarmPool, in the claim's namespace, the claim is served from (the
+	// agent-sandbox v1.0 way to claim). The pool decides the template: the pool must exist when the
+	// claim is created, and sandboxTemplateRef, when given, must name the pool's template. The claim
+	// then adopts only members of this pool, and gets a sandbox made from the template when the pool
+	// has none. Without warmPoolRef, a claim may adopt from any pool of its template, as warmpool
+	// says.
+	// +optional
+	WarmPoolRef *SandboxWarmPoolRef `json:"warmPoolRef,omitempty"`
+
 	// warmpool says which warm pools the claim may adopt a sandbox from: "none" never, "default"
-	// (the default) any pool of the template, or the name of one pool.
+	// (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults
+	// to that pool's name and may only be that or "none".
 	// +optional
 	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
 
@@ -165,6 +197,14 @@ type SandboxClaimSpec struct {
 	// +optional
 	// +listType=atomic
 	Env []EnvVar `json:"env,omitempty"`
+
+	// volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's
+	// volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the
+	// template's of the same name too. A claim with volumeClaimTemplates always gets a sandbox made
+	// for it (a cold start), never a warm pool's member, whose volumes exist already.
+	// +optional
+	// +listType=atomic
+	VolumeClaimTemplates []agentsv1beta1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 
 	// lifecycle says when the claim expires and what happens then.
 	// +optional
@@ -265,6 +305,12 @@ type SandboxTemplateSpec struct {
 	// +optional
 	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
 
+	// volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the
+	// default), Allowed (new names only) or Overrides (new ones and replacements of the template's
+	// of the same name). A claim the policy does not allow is refused when it is created.
+	// +optional
+	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	// +optional
 	Service *bool `json:"service,omitempty"`
@@ -312,9 +358,10 @@ type SandboxWarmPoolUpdateStrategy struct {
 
 // SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
 type SandboxWarmPoolSpec struct {
-	// replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale
-	// subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
-	Replicas int32 `json:"replicas"`
+	// replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of
+	// the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
 	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
@@ -326,6 +373,10 @@ type SandboxWarmPoolSpec struct {
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
 type SandboxWarmPoolStatus struct {
+	// observedGeneration is the metadata.generation of the pool the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// replicas is the number of current members of the pool.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`

@@ -167,6 +167,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*SandboxWarmPoolRef)(nil), (*extensions.SandboxWarmPoolRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1beta1_SandboxWarmPoolRef_To_extensions_SandboxWarmPoolRef(a.(*SandboxWarmPoolRef), b.(*extensions.SandboxWarmPoolRef), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*extensions.SandboxWarmPoolRef)(nil), (*SandboxWarmPoolRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_extensions_SandboxWarmPoolRef_To_v1beta1_SandboxWarmPoolRef(a.(*extensions.SandboxWarmPoolRef), b.(*SandboxWarmPoolRef), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*SandboxWarmPoolSpec)(nil), (*extensions.SandboxWarmPoolSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1beta1_SandboxWarmPoolSpec_To_extensions_SandboxWarmPoolSpec(a.(*SandboxWarmPoolSpec), b.(*extensions.SandboxWarmPoolSpec), scope)
 	}); err != nil {
@@ -368,11 +378,13 @@ func autoConvert_v1beta1_SandboxClaimSpec_To_extensions_SandboxClaimSpec(in *San
 	if err := Convert_v1beta1_SandboxTemplateRef_To_extensions_SandboxTemplateRef(&in.TemplateRef, &out.TemplateRef, s); err != nil {
 		return err
 	}
+	out.WarmPoolRef = (*extensions.SandboxWarmPoolRef)(unsafe.Pointer(in.WarmPoolRef))
 	out.WarmPool = (*extensions.WarmPoolPolicy)(unsafe.Pointer(in.WarmPool))
 	if err := Convert_v1beta1_PodMetadata_To_agents_PodMetadata(&in.AdditionalPodMetadata, &out.AdditionalPodMetadata, s); err != nil {
 		return err
 	}
 	out.Env = *(*[]extensions.EnvVar)(unsafe.Pointer(&in.Env))
+	out.VolumeClaimTemplates = *(*[]agents.PersistentVolumeClaimTemplate)(unsafe.Pointer(&in.VolumeClaimTemplates))
 	out.Lifecycle = (*extensions.Lifecycle)(unsafe.Pointer(in.Lifecycle))
 	return nil
 }
@@ -386,11 +398,13 @@ func autoConvert_extensions_SandboxClaimSpec_To_v1beta1_SandboxClaimSpec(in *ext
 	if err := Convert_extensions_SandboxTemplateRef_To_v1beta1_SandboxTemplateRef(&in.TemplateRef, &out.TemplateRef, s); err != nil {
 		return err
 	}
+	out.WarmPoolRef = (*SandboxWarmPoolRef)(unsafe.Pointer(in.WarmPoolRef))
 	out.WarmPool = (*WarmPoolPolicy)(unsafe.Pointer(in.WarmPool))
 	if err := Convert_agents_PodMetadata_To_v1beta1_PodMetadata(&in.AdditionalPodMetadata, &out.AdditionalPodMetadata, s); err != nil {
 		return err
 	}
 	out.Env = *(*[]EnvVar)(unsafe.Pointer(&in.Env))
+	out.VolumeClaimTemplates = *(*[]agentsv1beta1.PersistentVolumeClaimTemplate)(unsafe.Pointer(&in.VolumeClaimTemplates))
 	out.Lifecycle = (*Lifecycle)(unsafe.Pointer(in.Lifecycle))
 	return nil
 }
@@ -544,6 +558,7 @@ func autoConvert_v1beta1_SandboxTemplateSpec_To_extensions_SandboxTemplateSpec(i
 	out.NetworkPolicy = (*extensions.NetworkPolicySpec)(unsafe.Pointer(in.NetworkPolicy))
 	out.NetworkPolicyManagement = extensions.NetworkPolicyManagement(in.NetworkPolicyManagement)
 	out.EnvVarsInjectionPolicy = extensions.EnvVarsInjectionPolicy(in.EnvVarsInjectionPolicy)
+	out.VolumeClaimTemplatesPolicy = extensions.VolumeClaimTemplatesPolicy(in.VolumeClaimTemplatesPolicy)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
 	return nil
 }
@@ -561,6 +576,7 @@ func autoConvert_extensions_SandboxTemplateSpec_To_v1beta1_SandboxTemplateSpec(i
 	out.NetworkPolicy = (*NetworkPolicySpec)(unsafe.Pointer(in.NetworkPolicy))
 	out.NetworkPolicyManagement = NetworkPolicyManagement(in.NetworkPolicyManagement)
 	out.EnvVarsInjectionPolicy = EnvVarsInjectionPolicy(in.EnvVarsInjectionPolicy)
+	out.VolumeClaimTemplatesPolicy = VolumeClaimTemplatesPolicy(in.VolumeClaimTemplatesPolicy)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
 	return nil
 }
@@ -604,7 +620,17 @@ func Convert_extensions_SandboxWarmPool_To_v1beta1_SandboxWarmPool(in *extension
 
 func autoConvert_v1beta1_SandboxWarmPoolList_To_extensions_SandboxWarmPoolList(in *SandboxWarmPoolList, out *extensions.SandboxWarmPoolList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]extensions.SandboxWarmPool)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]extensions.SandboxWarmPool, len(*in))
+		for i := range *in {
+			if err := Convert_v1beta1_SandboxWarmPool_To_extensions_SandboxWarmPool(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -615,7 +641,17 @@ func Convert_v1beta1_SandboxWarmPoolList_To_extensions_SandboxWarmPoolList(in *S
 
 func autoConvert_extensions_SandboxWarmPoolList_To_v1beta1_SandboxWarmPoolList(in *extensions.SandboxWarmPoolList, out *SandboxWarmPoolList, s conversion.Scope) error {
 	out.ListMeta = in.ListMeta
-	out.Items = *(*[]SandboxWarmPool)(unsafe.Pointer(&in.Items))
+	if in.Items != nil {
+		in, out := &in.Items, &out.Items
+		*out = make([]SandboxWarmPool, len(*in))
+		for i := range *in {
+			if err := Convert_extensions_SandboxWarmPool_To_v1beta1_SandboxWarmPool(&(*in)[i], &(*out)[i], s); err != nil {
+				return err
+			}
+		}
+	} else {
+		out.Items = nil
+	}
 	return nil
 }
 
@@ -624,8 +660,30 @@ func Convert_extensions_SandboxWarmPoolList_To_v1beta1_SandboxWarmPoolList(in *e
 	return autoConvert_extensions_SandboxWarmPoolList_To_v1beta1_SandboxWarmPoolList(in, out, s)
 }
 
+func autoConvert_v1beta1_SandboxWarmPoolRef_To_extensions_SandboxWarmPoolRef(in *SandboxWarmPoolRef, out *extensions.SandboxWarmPoolRef, s conversion.Scope) error {
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_v1beta1_SandboxWarmPoolRef_To_extensions_SandboxWarmPoolRef is an autogenerated conversion function.
+func Convert_v1beta1_SandboxWarmPoolRef_To_extensions_SandboxWarmPoolRef(in *SandboxWarmPoolRef, out *extensions.SandboxWarmPoolRef, s conversion.Scope) error {
+	return autoConvert_v1beta1_SandboxWarmPoolRef_To_extensions_SandboxWarmPoolRef(in, out, s)
+}
+
+func autoConvert_extensions_SandboxWarmPoolRef_To_v1beta1_SandboxWarmPoolRef(in *extensions.SandboxWarmPoolRef, out *SandboxWarmPoolRef, s conversion.Scope) error {
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_extensions_SandboxWarmPoolRef_To_v1beta1_SandboxWarmPoolRef is an autogenerated conversion function.
+func Convert_extensions_SandboxWarmPoolRef_To_v1beta1_SandboxWarmPoolRef(in *extensions.SandboxWarmPoolRef, out *SandboxWarmPoolRef, s conversion.Scope) error {
+	return autoConvert_extensions_SandboxWarmPoolRef_To_v1beta1_SandboxWarmPoolRef(in, out, s)
+}
+
 func autoConvert_v1beta1_SandboxWarmPoolSpec_To_extensions_SandboxWarmPoolSpec(in *SandboxWarmPoolSpec, out *extensions.SandboxWarmPoolSpec, s conversion.Scope) error {
-	out.Replicas = in.Replicas
+	if err := v1.Convert_Pointer_int32_To_int32(&in.Replicas, &out.Replicas, s); err != nil {
+		return err
+	}
 	if err := Convert_v1beta1_SandboxTemplateRef_To_extensions_SandboxTemplateRef(&in.TemplateRef, &out.TemplateRef, s); err != nil {
 		return err
 	}
@@ -639,7 +697,9 @@ func Convert_v1beta1_SandboxWarmPoolSpec_To_extensions_SandboxWarmPoolSpec(in *S
 }
 
 func autoConvert_extensions_SandboxWarmPoolSpec_To_v1beta1_SandboxWarmPoolSpec(in *extensions.SandboxWarmPoolSpec, out *SandboxWarmPoolSpec, s conversion.Scope) error {
-	out.Replicas = in.Replicas
+	if err := v1.Convert_int32_To_Pointer_int32(&in.Replicas, &out.Replicas, s); err != nil {
+		return err
+	}
 	if err := Convert_extensions_SandboxTemplateRef_To_v1beta1_SandboxTemplateRef(&in.TemplateRef, &out.TemplateRef, s); err != nil {
 		return err
 	}
@@ -653,6 +713,7 @@ func Convert_extensions_SandboxWarmPoolSpec_To_v1beta1_SandboxWarmPoolSpec(in *e
 }
 
 func autoConvert_v1beta1_SandboxWarmPoolStatus_To_extensions_SandboxWarmPoolStatus(in *SandboxWarmPoolStatus, out *extensions.SandboxWarmPoolStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
 	out.Replicas = in.Replicas
 	out.ReadyReplicas = in.ReadyReplicas
 	out.Selector = in.Selector
@@ -665,6 +726,7 @@ func Convert_v1beta1_SandboxWarmPoolStatus_To_extensions_SandboxWarmPoolStatus(i
 }
 
 func autoConvert_extensions_SandboxWarmPoolStatus_To_v1beta1_SandboxWarmPoolStatus(in *extensions.SandboxWarmPoolStatus, out *SandboxWarmPoolStatus, s conversion.Scope) error {
+	out.ObservedGeneration = in.ObservedGeneration
 	out.Replicas = in.Replicas
 	out.ReadyReplicas = in.ReadyReplicas
 	out.Selector = in.Selector

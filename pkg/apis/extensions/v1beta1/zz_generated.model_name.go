@@ -79,6 +79,11 @@ func (in SandboxWarmPoolList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SandboxWarmPoolRef) OpenAPIModelName() string {
+	return "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolRef"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SandboxWarmPoolSpec) OpenAPIModelName() string {
 	return "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolSpec"
 }

@@ -4,6 +4,7 @@
 package validation
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -30,16 +31,17 @@ var ValidateSandboxClaimName = agentsvalidation.ValidateSandboxName
 // ValidateSandboxClaim validates a SandboxClaim on create.
 func ValidateSandboxClaim(c *extensions.SandboxClaim) field.ErrorList {
 	allErrs := agentsvalidation.ValidateObjectMeta(&c.ObjectMeta, ValidateSandboxClaimName, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateSandboxClaimSpec(&c.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSandboxClaimSpec(&c.Spec, c.Name, field.NewPath("spec"))...)
 	return allErrs
 }
 
 // ValidateSandboxClaimUpdate validates an update of a claim's metadata and spec.
 //
 // What may change:
-//   - spec.sandboxTemplateRef, spec.warmpool and spec.env are immutable: the claim's Sandbox has
-//     already been made from (or adopted according to) them, and the controller never rebuilds a
-//     Sandbox for a claim, so a change would only make the claim lie about its Sandbox.
+//   - spec.sandboxTemplateRef, spec.warmPoolRef, spec.warmpool, spec.env and
+//     spec.volumeClaimTemplates are immutable: the claim's Sandbox has already been made from (or
+//     adopted according to) them, and the controller never rebuilds a Sandbox for a claim, so a
+//     change would only make the claim lie about its Sandbox.
 //   - spec.additionalPodMetadata stays mutable: the controller merges it into the Sandbox's pod
 //     template on every sync, and from there onto the running Pod.
 //   - spec.lifecycle stays mutable: expiry is computed by the claim controller from the current
@@ -47,15 +49,21 @@ func ValidateSandboxClaim(c *extensions.SandboxClaim) field.ErrorList {
 func ValidateSandboxClaimUpdate(newC, oldC *extensions.SandboxClaim) field.ErrorList {
 	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newC.ObjectMeta, &oldC.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
-	allErrs = append(allErrs, validateSandboxClaimSpec(&newC.Spec, specPath)...)
+	allErrs = append(allErrs, validateSandboxClaimSpec(&newC.Spec, newC.Name, specPath)...)
 
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(
 		newC.Spec.TemplateRef.Name, oldC.Spec.TemplateRef.Name, specPath.Child("sandboxTemplateRef", "name"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(
 		warmPoolValue(newC.Spec.WarmPool), warmPoolValue(oldC.Spec.WarmPool), specPath.Child("warmpool"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(
+		warmPoolRefName(newC.Spec.WarmPoolRef), warmPoolRefName(oldC.Spec.WarmPoolRef), specPath.Child("warmPoolRef", "name"))...)
 	if !apiequality.Semantic.DeepEqual(newC.Spec.Env, oldC.Spec.Env) {
 		allErrs = append(allErrs, field.Invalid(specPath.Child("env"), field.OmitValueType{},
 			"field is immutable: the environment is injected when the sandbox is created"))
+	}
+	if !apiequality.Semantic.DeepEqual(newC.Spec.VolumeClaimTemplates, oldC.Spec.VolumeClaimTemplates) {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("volumeClaimTemplates"), field.OmitValueType{},
+			"field is immutable: the PersistentVolumeClaims are made when the sandbox is created"))
 	}
 	return allErrs
 }
@@ -85,14 +93,43 @@ func warmPoolValue(p *extensions.WarmPoolPolicy) extensions.WarmPoolPolicy {
 	return *p
 }
 
-func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))
+// warmPoolRefName is the pool a claim's spec.warmPoolRef names, empty without one.
+func warmPoolRefName(ref *extensions.SandboxWarmPoolRef) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, claimName string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	// With a warmPoolRef the template comes from the pool, filled in when the claim is created; a
+	// pool that is not there is reported on warmPoolRef by the registry.
+	if spec.WarmPoolRef == nil || spec.TemplateRef.Name != "" {
+		allErrs = append(allErrs, validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))...)
+	}
 
 	warmPool := warmPoolValue(spec.WarmPool)
 	if warmPool != extensions.WarmPoolPolicyNone && warmPool != extensions.WarmPoolPolicyDefault {
 		for _, msg := range ValidateSandboxWarmPoolName(string(warmPool), false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("warmpool"), warmPool,
 				`must be "none", "default" or the name of a SandboxWarmPool: `+msg))
+		}
+	}
+	if ref := spec.WarmPoolRef; ref != nil {
+		refPath := fldPath.Child("warmPoolRef", "name")
+		if ref.Name == "" {
+			allErrs = append(allErrs, field.Required(refPath, "the name of a SandboxWarmPool in the same namespace"))
+		} else {
+			for _, msg := range ValidateSandboxWarmPoolName(ref.Name, false) {
+				allErrs = append(allErrs, field.Invalid(refPath, ref.Name, msg))
+			}
+		}
+		// The two ways of naming the pool are kept in step: warmpool defaults to warmPoolRef's pool
+		// and may only be that pool or "none" (the pool's template, started cold).
+		if ref.Name != "" && warmPool != extensions.WarmPoolPolicyNone && string(warmPool) != ref.Name {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("warmpool"), warmPool,
+				fmt.Sprintf(`must be %q (spec.warmPoolRef.name) or "none" when spec.warmPoolRef is set`, ref.Name)))
 		}
 	}
 
@@ -103,6 +140,16 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, fldPath *field.
 	// env together with a warm pool policy other than "none" is accepted here on purpose: the seed
 	// system's own full example combines them, and manifests written for it must apply unchanged.
 	// The claim controller refuses to adopt for such a claim and says why in its Ready condition.
+
+	// The claim's sandbox is named after the claim whenever it has volume claim templates (they
+	// force a cold start), so its PersistentVolumeClaims are <template>-<claim name>. Whether the
+	// template's policy allows them is checked by the registry, which reads the template.
+	vctPath := fldPath.Child("volumeClaimTemplates")
+	vctErrs := agentsvalidation.ValidateVolumeClaimTemplates(spec.VolumeClaimTemplates, vctPath)
+	allErrs = append(allErrs, vctErrs...)
+	if len(vctErrs) == 0 && claimName != "" && len(ValidateSandboxClaimName(claimName, false)) == 0 {
+		allErrs = append(allErrs, agentsvalidation.ValidateVolumeClaimNames(spec.VolumeClaimTemplates, claimName, vctPath)...)
+	}
 
 	if lc := spec.Lifecycle; lc != nil {
 		lcPath := fldPath.Child("lifecycle")

@@ -152,6 +152,46 @@ func TestValidateSandboxClaim(t *testing.T) {
 			c.Spec.Lifecycle.ShutdownPolicy = ptr.To(extensions.ShutdownPolicy("Orphan"))
 		}, want: []want{notSupported("spec.lifecycle.shutdownPolicy")}},
 
+		// warmPoolRef (agent-sandbox v1.0): the pool names the template, warmpool follows it
+		{name: "warmPoolRef without a template: the registry fills it from the pool", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec = extensions.SandboxClaimSpec{WarmPoolRef: &extensions.SandboxWarmPoolRef{Name: "fast-pool"}, WarmPool: warmPool("fast-pool")}
+		}},
+		{name: "warmPoolRef with its template", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.Env = nil
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "fast-pool"}
+			c.Spec.WarmPool = warmPool("fast-pool")
+		}},
+		{name: "warmPoolRef with warmpool none: the pool's template, started cold", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "fast-pool"}
+		}},
+		{name: "warmPoolRef and warmpool naming another pool", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "fast-pool"}
+			c.Spec.WarmPool = warmPool("slow-pool")
+		}, want: []want{invalid("spec.warmpool")}},
+		{name: "warmPoolRef and warmpool default (any pool)", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "fast-pool"}
+			c.Spec.WarmPool = warmPool("default")
+		}, want: []want{invalid("spec.warmpool")}},
+		{name: "warmPoolRef without a name", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{}
+		}, want: []want{required("spec.warmPoolRef.name")}},
+		{name: "warmPoolRef with an invalid name", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "Fast_Pool"}
+		}, want: []want{invalid("spec.warmPoolRef.name")}},
+
+		// volumeClaimTemplates: checked like a Sandbox's, with the claim's name as the sandbox's
+		{name: "volume claim templates", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.VolumeClaimTemplates = []agents.PersistentVolumeClaimTemplate{volumeClaimTemplate("scratch")}
+		}},
+		{name: "volume claim templates of one name twice", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.VolumeClaimTemplates = []agents.PersistentVolumeClaimTemplate{volumeClaimTemplate("scratch"), volumeClaimTemplate("scratch")}
+		}, want: []want{duplicate("spec.volumeClaimTemplates[1].metadata.name")}},
+		{name: "volume claim template without access modes", mutate: func(c *extensions.SandboxClaim) {
+			vct := volumeClaimTemplate("scratch")
+			vct.Spec.AccessModes = nil
+			c.Spec.VolumeClaimTemplates = []agents.PersistentVolumeClaimTemplate{vct}
+		}, want: []want{required("spec.volumeClaimTemplates[0].spec.accessModes")}},
+
 		// all errors at once
 		{name: "several errors are all reported", mutate: func(c *extensions.SandboxClaim) {
 			c.Name = "Data_Prep"
@@ -211,6 +251,12 @@ func TestValidateSandboxClaimUpdate(t *testing.T) {
 			want: []want{invalid("spec.env")}},
 		{name: "env removed", mutate: func(c *extensions.SandboxClaim) { c.Spec.Env = nil },
 			want: []want{invalid("spec.env")}},
+		{name: "warmPoolRef set", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.WarmPoolRef = &extensions.SandboxWarmPoolRef{Name: "fast-pool"}
+		}, want: []want{invalid("spec.warmPoolRef.name")}},
+		{name: "volume claim templates added", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.VolumeClaimTemplates = []agents.PersistentVolumeClaimTemplate{volumeClaimTemplate("scratch")}
+		}, want: []want{invalid("spec.volumeClaimTemplates")}},
 		{name: "name changed", mutate: func(c *extensions.SandboxClaim) { c.Name = "other" },
 			want: []want{invalid("metadata.name")}},
 	}

@@ -26,6 +26,10 @@ var supportedEnvVarsInjectionPolicies = []extensions.EnvVarsInjectionPolicy{
 	extensions.EnvVarsInjectionPolicyAllowed, extensions.EnvVarsInjectionPolicyOverrides, extensions.EnvVarsInjectionPolicyDisallowed,
 }
 
+var supportedVolumeClaimTemplatesPolicies = []extensions.VolumeClaimTemplatesPolicy{
+	extensions.VolumeClaimTemplatesPolicyDisallowed, extensions.VolumeClaimTemplatesPolicyAllowed, extensions.VolumeClaimTemplatesPolicyOverrides,
+}
+
 var supportedNetworkPolicyProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
 
 // ValidateSandboxTemplate validates a SandboxTemplate on create.
@@ -57,6 +61,9 @@ func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *
 	}
 	if !slices.Contains(supportedEnvVarsInjectionPolicies, spec.EnvVarsInjectionPolicy) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("envVarsInjectionPolicy"), spec.EnvVarsInjectionPolicy, supportedEnvVarsInjectionPolicies))
+	}
+	if !slices.Contains(supportedVolumeClaimTemplatesPolicies, spec.VolumeClaimTemplatesPolicy) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("volumeClaimTemplatesPolicy"), spec.VolumeClaimTemplatesPolicy, supportedVolumeClaimTemplatesPolicies))
 	}
 	if np := spec.NetworkPolicy; np != nil {
 		allErrs = append(allErrs, validateNetworkPolicySpec(np, fldPath.Child("networkPolicy"))...)

@@ -46,9 +46,10 @@ func validTemplate() *extensions.SandboxTemplate {
 					}},
 				}},
 			},
-			NetworkPolicyManagement: extensions.NetworkPolicyManagementManaged,
-			EnvVarsInjectionPolicy:  extensions.EnvVarsInjectionPolicyDisallowed,
-			Service:                 ptr.To(true),
+			NetworkPolicyManagement:    extensions.NetworkPolicyManagementManaged,
+			EnvVarsInjectionPolicy:     extensions.EnvVarsInjectionPolicyDisallowed,
+			VolumeClaimTemplatesPolicy: extensions.VolumeClaimTemplatesPolicyDisallowed,
+			Service:                    ptr.To(true),
 		},
 	}
 }
@@ -113,6 +114,14 @@ func TestValidateSandboxTemplate(t *testing.T) {
 		}},
 		{name: "env injection unknown", mutate: func(t *extensions.SandboxTemplate) { t.Spec.EnvVarsInjectionPolicy = "Sometimes" },
 			want: []want{notSupported("spec.envVarsInjectionPolicy")}},
+		{name: "volume claim templates Allowed", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.VolumeClaimTemplatesPolicy = extensions.VolumeClaimTemplatesPolicyAllowed
+		}},
+		{name: "volume claim templates Overrides", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.VolumeClaimTemplatesPolicy = extensions.VolumeClaimTemplatesPolicyOverrides
+		}},
+		{name: "volume claim templates policy unknown", mutate: func(t *extensions.SandboxTemplate) { t.Spec.VolumeClaimTemplatesPolicy = "Sometimes" },
+			want: []want{notSupported("spec.volumeClaimTemplatesPolicy")}},
 
 		// network policy ports
 		{name: "port SCTP by name, no port", mutate: func(t *extensions.SandboxTemplate) {

@@ -45,6 +45,7 @@ func ValidateSandboxWarmPoolStatusUpdate(newP, oldP *extensions.SandboxWarmPool)
 	allErrs := agentsvalidation.ValidateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	st := &newP.Status
+	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(st.ObservedGeneration, statusPath.Child("observedGeneration"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.Replicas), statusPath.Child("replicas"))...)
 	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.ReadyReplicas), statusPath.Child("readyReplicas"))...)
 	allErrs = append(allErrs, agentsvalidation.ValidateSelectorString(st.Selector, statusPath.Child("selector"))...)

@@ -24,8 +24,15 @@ type SandboxSpecApplyConfiguration struct {
 	// Lifecycle holds shutdownTime and shutdownPolicy, inlined into spec.
 	LifecycleApplyConfiguration `json:",inline"`
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
-	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.
+	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept
+	// in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes
+	// one changes the other.
 	Replicas *int32 `json:"replicas,omitempty"`
+	// operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in
+	// the shape of the agent-sandbox v1.0 API. The two are kept in step: a create sets whichever is
+	// missing from the other (both given and disagreeing is refused), and an update that changes one
+	// changes the other, so kubectl scale --replicas=0 shows Suspended here.
+	OperatingMode *agentsv1alpha1.OperatingMode `json:"operatingMode,omitempty"`
 	// service controls the headless Service of this Sandbox. true creates (or adopts) one named after
 	// the Sandbox, false deletes the one the controller owns, and unset keeps an existing Service but
 	// creates none.
@@ -80,6 +87,14 @@ func (b *SandboxSpecApplyConfiguration) WithShutdownPolicy(value agentsv1alpha1.
 // If called multiple times, the Replicas field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithReplicas(value int32) *SandboxSpecApplyConfiguration {
 	b.Replicas = &value
+	return b
+}
+
+// WithOperatingMode sets the OperatingMode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OperatingMode field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithOperatingMode(value agentsv1alpha1.OperatingMode) *SandboxSpecApplyConfiguration {
+	b.OperatingMode = &value
 	return b
 }
 

@@ -19,7 +19,8 @@ type SandboxStatusApplyConfiguration struct {
 	ServiceFQDN *string `json:"serviceFQDN,omitempty"`
 	// service is the name of the Service of this Sandbox, when it has one.
 	Service *string `json:"service,omitempty"`
-	// conditions are Ready, Suspended and Finished.
+	// conditions are Ready, Suspended and Finished, and PodScheduled mirrored from the Pod (its
+	// status, reason and message) while there is one.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// replicas is the number of Pods running for this Sandbox (0 or 1), the status path of the scale
 	// subresource.
@@ -28,6 +29,9 @@ type SandboxStatusApplyConfiguration struct {
 	LabelSelector *string `json:"selector,omitempty"`
 	// podIPs are the IP addresses of the Pod; more than one on dual-stack clusters.
 	PodIPs []string `json:"podIPs,omitempty"`
+	// nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no
+	// Pod.
+	NodeName *string `json:"nodeName,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -88,5 +92,13 @@ func (b *SandboxStatusApplyConfiguration) WithPodIPs(values ...string) *SandboxS
 	for i := range values {
 		b.PodIPs = append(b.PodIPs, values[i])
 	}
+	return b
+}
+
+// WithNodeName sets the NodeName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodeName field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithNodeName(value string) *SandboxStatusApplyConfiguration {
+	b.NodeName = &value
 	return b
 }

@@ -15,10 +15,19 @@ import (
 //
 // SandboxClaimSpec is the desired state of a SandboxClaim.
 type SandboxClaimSpecApplyConfiguration struct {
-	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made from.
+	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made
+	// from. It may be left out when warmPoolRef is set: the pool's template is filled in.
 	TemplateRef *SandboxTemplateRefApplyConfiguration `json:"sandboxTemplateRef,omitempty"`
+	// warmPoolRef names the SandboxWarmPool, in the claim's namespace, the claim is served from (the
+	// agent-sandbox v1.0 way to claim). The pool decides the template: the pool must exist when the
+	// claim is created, and sandboxTemplateRef, when given, must name the pool's template. The claim
+	// then adopts only members of this pool, and gets a sandbox made from the template when the pool
+	// has none. Without warmPoolRef, a claim may adopt from any pool of its template, as warmpool
+	// says.
+	WarmPoolRef *SandboxWarmPoolRefApplyConfiguration `json:"warmPoolRef,omitempty"`
 	// warmpool says which warm pools the claim may adopt a sandbox from: "none" never, "default"
-	// (the default) any pool of the template, or the name of one pool.
+	// (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults
+	// to that pool's name and may only be that or "none".
 	WarmPool *extensionsv1alpha1.WarmPoolPolicy `json:"warmpool,omitempty"`
 	// additionalPodMetadata holds labels and annotations merged onto the sandbox's pod. Keys in the
 	// kubernetes.io, k8s.io and agents.x-k8s.io domains are refused, and so is a key the template
@@ -28,6 +37,11 @@ type SandboxClaimSpecApplyConfiguration struct {
 	// envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool
 	// to "none".
 	Env []EnvVarApplyConfiguration `json:"env,omitempty"`
+	// volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's
+	// volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the
+	// template's of the same name too. A claim with volumeClaimTemplates always gets a sandbox made
+	// for it (a cold start), never a warm pool's member, whose volumes exist already.
+	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplateApplyConfiguration `json:"volumeClaimTemplates,omitempty"`
 	// lifecycle says when the claim expires and what happens then.
 	Lifecycle *LifecycleApplyConfiguration `json:"lifecycle,omitempty"`
 }
@@ -43,6 +57,14 @@ func SandboxClaimSpec() *SandboxClaimSpecApplyConfiguration {
 // If called multiple times, the TemplateRef field is set to the value of the last call.
 func (b *SandboxClaimSpecApplyConfiguration) WithTemplateRef(value *SandboxTemplateRefApplyConfiguration) *SandboxClaimSpecApplyConfiguration {
 	b.TemplateRef = value
+	return b
+}
+
+// WithWarmPoolRef sets the WarmPoolRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WarmPoolRef field is set to the value of the last call.
+func (b *SandboxClaimSpecApplyConfiguration) WithWarmPoolRef(value *SandboxWarmPoolRefApplyConfiguration) *SandboxClaimSpecApplyConfiguration {
+	b.WarmPoolRef = value
 	return b
 }
 
@@ -71,6 +93,19 @@ func (b *SandboxClaimSpecApplyConfiguration) WithEnv(values ...*EnvVarApplyConfi
 			panic("nil value passed to WithEnv")
 		}
 		b.Env = append(b.Env, *values[i])
+	}
+	return b
+}
+
+// WithVolumeClaimTemplates adds the given value to the VolumeClaimTemplates field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the VolumeClaimTemplates field.
+func (b *SandboxClaimSpecApplyConfiguration) WithVolumeClaimTemplates(values ...*agentsv1alpha1.PersistentVolumeClaimTemplateApplyConfiguration) *SandboxClaimSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithVolumeClaimTemplates")
+		}
+		b.VolumeClaimTemplates = append(b.VolumeClaimTemplates, *values[i])
 	}
 	return b
 }

@@ -30,6 +30,10 @@ type SandboxTemplateSpecApplyConfiguration struct {
 	// envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the
 	// default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).
 	EnvVarsInjectionPolicy *extensionsv1alpha1.EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
+	// volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the
+	// default), Allowed (new names only) or Overrides (new ones and replacements of the template's
+	// of the same name). A claim the policy does not allow is refused when it is created.
+	VolumeClaimTemplatesPolicy *extensionsv1alpha1.VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	Service *bool `json:"service,omitempty"`
 }
@@ -82,6 +86,14 @@ func (b *SandboxTemplateSpecApplyConfiguration) WithNetworkPolicyManagement(valu
 // If called multiple times, the EnvVarsInjectionPolicy field is set to the value of the last call.
 func (b *SandboxTemplateSpecApplyConfiguration) WithEnvVarsInjectionPolicy(value extensionsv1alpha1.EnvVarsInjectionPolicy) *SandboxTemplateSpecApplyConfiguration {
 	b.EnvVarsInjectionPolicy = &value
+	return b
+}
+
+// WithVolumeClaimTemplatesPolicy sets the VolumeClaimTemplatesPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the VolumeClaimTemplatesPolicy field is set to the value of the last call.
+func (b *SandboxTemplateSpecApplyConfiguration) WithVolumeClaimTemplatesPolicy(value extensionsv1alpha1.VolumeClaimTemplatesPolicy) *SandboxTemplateSpecApplyConfiguration {
+	b.VolumeClaimTemplatesPolicy = &value
 	return b
 }
 

@@ -10,6 +10,8 @@ package v1alpha1
 //
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
 type SandboxWarmPoolStatusApplyConfiguration struct {
+	// observedGeneration is the metadata.generation of the pool the controller last acted on.
+	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// replicas is the number of current members of the pool.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// readyReplicas is the number of members whose Ready condition is True.
@@ -22,6 +24,14 @@ type SandboxWarmPoolStatusApplyConfiguration struct {
 // apply.
 func SandboxWarmPoolStatus() *SandboxWarmPoolStatusApplyConfiguration {
 	return &SandboxWarmPoolStatusApplyConfiguration{}
+}
+
+// WithObservedGeneration sets the ObservedGeneration field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ObservedGeneration field is set to the value of the last call.
+func (b *SandboxWarmPoolStatusApplyConfiguration) WithObservedGeneration(value int64) *SandboxWarmPoolStatusApplyConfiguration {
+	b.ObservedGeneration = &value
+	return b
 }
 
 // WithReplicas sets the Replicas field in the declarative configuration to the given value
