@@ -7,17 +7,22 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
 )
@@ -48,11 +53,15 @@ func (st sandboxStrategy) PrepareForCreate(_ context.Context, obj runtime.Object
 	s.Status = agents.SandboxStatus{}
 	s.Generation = 1
 	st.AddFinalizer(s)
+	fillReplicasAndMode(&s.Spec)
+	setLaunchType(s, launchType(s))
 }
 
 func (sandboxStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
 	newS.Status = oldS.Status
+	keepReplicasAndModeInStep(&newS.Spec, &oldS.Spec)
+	keepLaunchType(newS, oldS)
 	if !apiequality.Semantic.DeepEqual(newS.Spec, oldS.Spec) {
 		newS.Generation = oldS.Generation + 1
 	}
@@ -95,4 +104,71 @@ func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 // Match selects Sandboxes by labels and fields.
 func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+// fillReplicasAndMode sets whichever of spec.replicas and spec.operatingMode is missing from the
+// other, Running with one replica when both are; the versioned defaulters do the same on decode.
+func fillReplicasAndMode(spec *agents.SandboxSpec) {
+	switch {
+	case spec.Replicas == nil && spec.OperatingMode != "":
+		spec.Replicas = ptr.To(validation.ReplicasOfMode(spec.OperatingMode))
+	case spec.Replicas == nil:
+		spec.Replicas = ptr.To[int32](1)
+	}
+	if spec.OperatingMode == "" {
+		spec.OperatingMode = validation.ModeOfReplicas(*spec.Replicas)
+	}
+}
+
+// keepReplicasAndModeInStep makes the one of spec.replicas and spec.operatingMode that a write
+// left as it was follow the one it changed, as the scale subresource (which writes replicas only)
+// and a v1.0 manifest (operatingMode only) both need. When a write changes both so that they
+// disagree, they are left for validation to refuse.
+func keepReplicasAndModeInStep(newSpec, oldSpec *agents.SandboxSpec) {
+	replicasChanged := newSpec.Replicas != nil && (oldSpec.Replicas == nil || *newSpec.Replicas != *oldSpec.Replicas)
+	modeChanged := newSpec.OperatingMode != "" && newSpec.OperatingMode != oldSpec.OperatingMode
+	switch {
+	case replicasChanged && !modeChanged:
+		if mode := validation.ModeOfReplicas(*newSpec.Replicas); mode != "" {
+			newSpec.OperatingMode = mode
+		}
+	case modeChanged && !replicasChanged:
+		newSpec.Replicas = ptr.To(validation.ReplicasOfMode(newSpec.OperatingMode))
+	}
+	fillReplicasAndMode(newSpec)
+}
+
+// launchType is how a new Sandbox comes to be: warm when a warm pool makes it (a claim that adopts
+// it later keeps it warm), cold otherwise. The controller reference decides, which only the
+// server's controllers may set to a pool, so nobody chooses the label by hand.
+func launchType(s *agents.Sandbox) string {
+	if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.Kind == "SandboxWarmPool" &&
+		strings.HasPrefix(ref.APIVersion, "extensions.agents.x-k8s.io/") {
+		return agentsv1beta1.LaunchTypeWarm
+	}
+	return agentsv1beta1.LaunchTypeCold
+}
+
+// keepLaunchType keeps the launch type a Sandbox was created with through every update. A Sandbox
+// stored before the label existed gets it from what it was: warm if a pool made it.
+func keepLaunchType(newS, oldS *agents.Sandbox) {
+	lt, ok := oldS.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
+	if !ok {
+		lt = launchType(oldS)
+		if lt == agentsv1beta1.LaunchTypeCold {
+			lt = launchType(newS)
+		}
+	}
+	setLaunchType(newS, lt)
+}
+
+func setLaunchType(s *agents.Sandbox, lt string) {
+	if s.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == lt {
+		return
+	}
+	s.Labels = maps.Clone(s.Labels)
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[agentsv1beta1.SandboxLaunchTypeLabel] = lt
 }

@@ -1,0 +1,133 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandbox
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+)
+
+func withSpec(replicas *int32, mode agents.OperatingMode) *agents.Sandbox {
+	return &agents.Sandbox{Spec: agents.SandboxSpec{Replicas: replicas, OperatingMode: mode}}
+}
+
+func TestReplicasAndOperatingModeOnCreate(t *testing.T) {
+	st, _ := NewStrategy(runtime.NewScheme(), "")
+	cases := []struct {
+		name     string
+		in       *agents.Sandbox
+		replicas int32
+		mode     agents.OperatingMode
+	}{
+		{"neither: Running", withSpec(nil, ""), 1, agents.OperatingModeRunning},
+		{"replicas 0 gives Suspended", withSpec(ptr.To[int32](0), ""), 0, agents.OperatingModeSuspended},
+		{"Suspended gives replicas 0", withSpec(nil, agents.OperatingModeSuspended), 0, agents.OperatingModeSuspended},
+		{"Running gives replicas 1", withSpec(nil, agents.OperatingModeRunning), 1, agents.OperatingModeRunning},
+		{"disagreeing: left for validation", withSpec(ptr.To[int32](1), agents.OperatingModeSuspended), 1, agents.OperatingModeSuspended},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st.PrepareForCreate(context.Background(), tc.in)
+			if *tc.in.Spec.Replicas != tc.replicas || tc.in.Spec.OperatingMode != tc.mode {
+				t.Errorf("replicas %d, operatingMode %q; want %d, %q", *tc.in.Spec.Replicas, tc.in.Spec.OperatingMode, tc.replicas, tc.mode)
+			}
+		})
+	}
+}
+
+// TestReplicasAndOperatingModeOnUpdate shows the field a write changed deciding the other: the
+// scale subresource and merge patches change replicas only, v1.0 manifests operatingMode only.
+func TestReplicasAndOperatingModeOnUpdate(t *testing.T) {
+	st, _ := NewStrategy(runtime.NewScheme(), "")
+	running := withSpec(ptr.To[int32](1), agents.OperatingModeRunning)
+	suspended := withSpec(ptr.To[int32](0), agents.OperatingModeSuspended)
+	cases := []struct {
+		name     string
+		old, in  *agents.Sandbox
+		replicas int32
+		mode     agents.OperatingMode
+	}{
+		{"scale to 0 suspends", running, withSpec(ptr.To[int32](0), agents.OperatingModeRunning), 0, agents.OperatingModeSuspended},
+		{"scale to 1 resumes", suspended, withSpec(ptr.To[int32](1), agents.OperatingModeSuspended), 1, agents.OperatingModeRunning},
+		{"Suspended sets replicas 0", running, withSpec(ptr.To[int32](1), agents.OperatingModeSuspended), 0, agents.OperatingModeSuspended},
+		{"Running sets replicas 1", suspended, withSpec(ptr.To[int32](0), agents.OperatingModeRunning), 1, agents.OperatingModeRunning},
+		{"Suspended with replicas removed", running, withSpec(nil, agents.OperatingModeSuspended), 0, agents.OperatingModeSuspended},
+		{"replicas 0 with operatingMode removed", running, withSpec(ptr.To[int32](0), ""), 0, agents.OperatingModeSuspended},
+		{"both changed and agreeing", running, withSpec(ptr.To[int32](0), agents.OperatingModeSuspended), 0, agents.OperatingModeSuspended},
+		{"both changed and disagreeing: left for validation", withSpec(ptr.To[int32](0), agents.OperatingModeRunning),
+			withSpec(ptr.To[int32](1), agents.OperatingModeSuspended), 1, agents.OperatingModeSuspended},
+		{"replicas 2: mode kept, replicas refused by validation", running, withSpec(ptr.To[int32](2), agents.OperatingModeRunning), 2, agents.OperatingModeRunning},
+		{"nothing changed", suspended, withSpec(ptr.To[int32](0), agents.OperatingModeSuspended), 0, agents.OperatingModeSuspended},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in.DeepCopy()
+			st.PrepareForUpdate(context.Background(), in, tc.old.DeepCopy())
+			if *in.Spec.Replicas != tc.replicas || in.Spec.OperatingMode != tc.mode {
+				t.Errorf("replicas %d, operatingMode %q; want %d, %q", *in.Spec.Replicas, in.Spec.OperatingMode, tc.replicas, tc.mode)
+			}
+		})
+	}
+}
+
+func TestLaunchTypeLabel(t *testing.T) {
+	st, _ := NewStrategy(runtime.NewScheme(), "")
+	owned := func(kind, apiVersion string, labels map[string]string) *agents.Sandbox {
+		s := withSpec(nil, "")
+		s.Labels = labels
+		if kind != "" {
+			s.OwnerReferences = []metav1.OwnerReference{{Kind: kind, APIVersion: apiVersion, Name: "x", UID: "u", Controller: ptr.To(true)}}
+		}
+		return s
+	}
+	const ext = "extensions.agents.x-k8s.io/v1beta1"
+	label := agentsv1beta1.SandboxLaunchTypeLabel
+	t.Run("create", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			in   *agents.Sandbox
+			want string
+		}{
+			{"made directly", owned("", "", nil), agentsv1beta1.LaunchTypeCold},
+			{"made for a claim", owned("SandboxClaim", ext, nil), agentsv1beta1.LaunchTypeCold},
+			{"made by a warm pool", owned("SandboxWarmPool", ext, nil), agentsv1beta1.LaunchTypeWarm},
+			{"a kind of the same name in another group", owned("SandboxWarmPool", "example.com/v1", nil), agentsv1beta1.LaunchTypeCold},
+			{"a user's own value is not kept", owned("", "", map[string]string{label: "warm", "app": "x"}), agentsv1beta1.LaunchTypeCold},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st.PrepareForCreate(context.Background(), tc.in)
+				if got := tc.in.Labels[label]; got != tc.want {
+					t.Errorf("launch type %q, want %q", got, tc.want)
+				}
+			})
+		}
+	})
+	t.Run("update", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			old, in *agents.Sandbox
+			want    string
+		}{
+			{"adopted by a claim: stays warm", owned("SandboxWarmPool", ext, map[string]string{label: "warm"}), owned("SandboxClaim", ext, map[string]string{label: "warm"}), agentsv1beta1.LaunchTypeWarm},
+			{"removed by a write: put back", owned("", "", map[string]string{label: "cold"}), owned("", "", nil), agentsv1beta1.LaunchTypeCold},
+			{"changed by a write: put back", owned("", "", map[string]string{label: "cold"}), owned("", "", map[string]string{label: "warm"}), agentsv1beta1.LaunchTypeCold},
+			{"stored before the label, adopted now", owned("SandboxWarmPool", ext, nil), owned("SandboxClaim", ext, nil), agentsv1beta1.LaunchTypeWarm},
+			{"stored before the label, a claim's", owned("SandboxClaim", ext, nil), owned("SandboxClaim", ext, nil), agentsv1beta1.LaunchTypeCold},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st.PrepareForUpdate(context.Background(), tc.in, tc.old)
+				if got := tc.in.Labels[label]; got != tc.want {
+					t.Errorf("launch type %q, want %q", got, tc.want)
+				}
+			})
+		}
+	})
+}
