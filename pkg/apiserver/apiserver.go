@@ -102,15 +102,16 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	// Closed with the registries' storage, once the last request is served.
 	generic.RegisterDestroyFunc(func() { _ = binder.Close() })
-	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), binder.WrapClaimStorage)
-	if err != nil {
-		return nil, err
-	}
 	templateStorage, err := sandboxtemplate.NewREST(Scheme, optsGetter, finalizer(controllers.SandboxTemplate, extensionsv1beta1.TemplateNetworkPolicyFinalizer))
 	if err != nil {
 		return nil, err
 	}
 	poolStorage, err := sandboxwarmpool.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxWarmPool, extensionsv1beta1.WarmPoolMembersFinalizer))
+	if err != nil {
+		return nil, err
+	}
+	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), binder.WrapClaimStorage,
+		&sandboxclaim.References{Pools: poolStorage.SandboxWarmPool, Templates: templateStorage})
 	if err != nil {
 		return nil, err
 	}

@@ -19,20 +19,20 @@ func TestMergeVolumeClaimTemplates(t *testing.T) {
 		claim        []vct
 		overrides    bool
 		want         []vct
-		wantConflict int
+		wantConflict []int
 	}{
-		{"no claim templates", nil, false, tmpl, -1},
+		{"no claim templates", nil, false, tmpl, nil},
 		{"Allowed: new names are appended", []vct{{"data", "claim"}}, false,
-			[]vct{{"home", "template"}, {"cache", "template"}, {"data", "claim"}}, -1},
-		{"Allowed: a name of the template is a conflict", []vct{{"data", "claim"}, {"cache", "claim"}}, false, nil, 1},
+			[]vct{{"home", "template"}, {"cache", "template"}, {"data", "claim"}}, nil},
+		{"Allowed: names of the template are conflicts", []vct{{"home", "claim"}, {"data", "claim"}, {"cache", "claim"}}, false, nil, []int{0, 2}},
 		{"Overrides: same name replaced in place, new appended", []vct{{"data", "claim"}, {"home", "claim"}}, true,
-			[]vct{{"home", "claim"}, {"cache", "template"}, {"data", "claim"}}, -1},
+			[]vct{{"home", "claim"}, {"cache", "template"}, {"data", "claim"}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, conflict := MergeVolumeClaimTemplates(tmpl, tc.claim, name, tc.overrides)
-			if conflict != tc.wantConflict || !slices.Equal(got, tc.want) {
-				t.Errorf("merged %v, conflict %d; want %v, %d", got, conflict, tc.want, tc.wantConflict)
+			if !slices.Equal(conflict, tc.wantConflict) || !slices.Equal(got, tc.want) {
+				t.Errorf("merged %v, conflicts %v; want %v, %v", got, conflict, tc.want, tc.wantConflict)
 			}
 		})
 	}

@@ -100,6 +100,7 @@ func TestAdoptCandidates(t *testing.T) {
 	type adoptCase struct {
 		name   string
 		policy *extensionsv1beta1.WarmPoolPolicy
+		claim  func(*extensionsv1beta1.SandboxClaim)
 		// queued go through the sandbox handler, in order; cached are only in the cache and API.
 		queued []*agentsv1beta1.Sandbox
 		// forced are put into the bucket directly, as if they had been adoptable when queued.
@@ -127,6 +128,26 @@ func TestAdoptCandidates(t *testing.T) {
 		{
 			name:       "a named pool with no member of its own creates cold and leaves the others",
 			policy:     ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
+			queued:     []*agentsv1beta1.Sandbox{warmMember("o1", otherPool)},
+			wantQueued: []string{"o1"},
+		},
+		{
+			// What a claim by spec.warmPoolRef is once defaulted: warmpool names that pool.
+			name:   "a claim by warmPoolRef takes only its pool's members",
+			policy: ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
+			claim: func(c *extensionsv1beta1.SandboxClaim) {
+				c.Spec.WarmPoolRef = &extensionsv1beta1.SandboxWarmPoolRef{Name: testPool}
+			},
+			queued:     []*agentsv1beta1.Sandbox{warmMember("o1", otherPool), warmMember("m1", testPool)},
+			wantAdopt:  "m1",
+			wantQueued: []string{"o1"},
+		},
+		{
+			name:   "a claim by warmPoolRef whose pool has no member starts cold",
+			policy: ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
+			claim: func(c *extensionsv1beta1.SandboxClaim) {
+				c.Spec.WarmPoolRef = &extensionsv1beta1.SandboxWarmPoolRef{Name: testPool}
+			},
 			queued:     []*agentsv1beta1.Sandbox{warmMember("o1", otherPool)},
 			wantQueued: []string{"o1"},
 		},
@@ -165,6 +186,9 @@ func TestAdoptCandidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			claim := newClaim()
 			claim.Spec.WarmPool = tc.policy
+			if tc.claim != nil {
+				tc.claim(claim)
+			}
 			f := newFixture(t, claim, newTemplate())
 			for _, sb := range tc.queued {
 				f.add(sb)

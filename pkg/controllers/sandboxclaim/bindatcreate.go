@@ -25,7 +25,7 @@ const maxBindAttempts = 4
 // the next candidate is tried.
 //
 // It reports false, storing nothing, when the claim is not a plain warm claim (no pool allowed,
-// env to inject, expired already, metadata the controller will refuse) or no candidate is left:
+// env to inject, volume claim templates of its own, expired already, metadata the controller will refuse) or no candidate is left:
 // the claim is then created as it is and reconciled as any other.
 func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
 	return c.chooser().BindAtCreate(ctx, claim, commit)
@@ -41,7 +41,7 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		}
 	}
 	policy := warmPoolPolicy(claim)
-	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 {
+	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0 {
 		return false, nil
 	}
 	if expired, _ := timeLeft(start, claim); expired {

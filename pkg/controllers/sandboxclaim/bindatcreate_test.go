@@ -310,6 +310,13 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			wantQueued: []string{"m1"}, thenPlainGets: "m1",
 		},
 		{
+			name:       "refused with volume claim templates of its own, even when the template allows them",
+			claim:      []func(*extensionsv1beta1.SandboxClaim){withVolumes(pvcTemplate("scratch", "1Gi"))},
+			template:   []func(*extensionsv1beta1.SandboxTemplate){volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed)},
+			queued:     []*agentsv1beta1.Sandbox{ready("m1", testPool)},
+			wantQueued: []string{"m1"}, thenPlainGets: "m1",
+		},
+		{
 			name:       "refused when shutdownTime has passed",
 			claim:      []func(*extensionsv1beta1.SandboxClaim){withLifecycle(&past, nil, nil)},
 			queued:     []*agentsv1beta1.Sandbox{ready("m1", testPool)},

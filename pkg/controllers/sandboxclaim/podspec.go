@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
@@ -111,4 +112,29 @@ func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, policy exte
 		}
 	}
 	return nil
+}
+
+// mergeVolumeClaimTemplates is base (the template's volume claim templates, copied into the new
+// sandbox) with the claim's merged in, as the template's volumeClaimTemplatesPolicy allows. The API
+// server checked the claim against the policy when it was created; a template changed since then
+// is reported here.
+func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplate, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) ([]agentsv1beta1.PersistentVolumeClaimTemplate, error) {
+	if len(claim.Spec.VolumeClaimTemplates) == 0 {
+		return base, nil
+	}
+	own := make([]agentsv1beta1.PersistentVolumeClaimTemplate, 0, len(claim.Spec.VolumeClaimTemplates))
+	for i := range claim.Spec.VolumeClaimTemplates {
+		own = append(own, *claim.Spec.VolumeClaimTemplates[i].DeepCopy())
+	}
+	policy := template.Spec.VolumeClaimTemplatesPolicy
+	if policy != extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed && policy != extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides {
+		return nil, claimRefused("spec.volumeClaimTemplates: SandboxTemplate %s has volumeClaimTemplatesPolicy %q", template.Name, policy)
+	}
+	merged, conflicts := extensions.MergeVolumeClaimTemplates(base, own,
+		func(v *agentsv1beta1.PersistentVolumeClaimTemplate) string { return v.Name }, policy == extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides)
+	if len(conflicts) > 0 {
+		return nil, claimRefused("spec.volumeClaimTemplates[%d]: SandboxTemplate %s has a volume claim template %q and volumeClaimTemplatesPolicy Allowed",
+			conflicts[0], template.Name, own[conflicts[0]].Name)
+	}
+	return merged, nil
 }

@@ -103,6 +103,9 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template.Spec.EnvVarsInjectionPolicy); err != nil {
 		return nil, err
 	}
+	if sb.Spec.VolumeClaimTemplates, err = mergeVolumeClaimTemplates(sb.Spec.VolumeClaimTemplates, claim, template); err != nil {
+		return nil, err
+	}
 	created, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Create(ctx, sb, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		// Made by an earlier attempt the cache has not seen yet, or by someone else.

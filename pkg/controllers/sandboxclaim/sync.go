@@ -117,7 +117,8 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		}
 	}
 	policy := warmPoolPolicy(claim)
-	if policy != extensionsv1beta1.WarmPoolPolicyNone {
+	// Volume claim templates of the claim's own force a cold start: a warm member's volumes exist.
+	if policy != extensionsv1beta1.WarmPoolPolicyNone && len(claim.Spec.VolumeClaimTemplates) == 0 {
 		if len(claim.Spec.Env) > 0 {
 			return nil, claimRefused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
 		}

@@ -29,9 +29,11 @@ type Storage struct {
 }
 
 // NewStorage returns the registry of SandboxClaims on the storage of optsGetter. wrapStorage,
-// when not nil, wraps the storage the registry writes through (binding claims at create time).
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, wrapStorage func(storage.Interface) storage.Interface) (*Storage, error) {
+// when not nil, wraps the storage the registry writes through (binding claims at create time);
+// refs, when not nil, reads the pools and templates new claims name.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, wrapStorage func(storage.Interface) storage.Interface, refs *References) (*Storage, error) {
 	strategy, statusStrategy := NewStrategy(scheme, finalizer)
+	strategy.refs = refs
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxClaim{} },
 		NewListFunc:               func() runtime.Object { return &extensions.SandboxClaimList{} },

@@ -25,6 +25,8 @@ import (
 // claimStrategy is the create, update and delete strategy of SandboxClaim: spec writes only.
 type claimStrategy struct {
 	base.Strategy
+	// refs, when set, reads the pool and template a new claim names (see References).
+	refs *References
 }
 
 // claimStatusStrategy is the strategy of the status subresource: status writes only.
@@ -34,7 +36,7 @@ type claimStatusStrategy struct {
 
 // NewStrategy returns the main strategy and the status strategy of SandboxClaim.
 func NewStrategy(typer runtime.ObjectTyper, finalizer string) (claimStrategy, claimStatusStrategy) {
-	s := claimStrategy{base.NewStrategy(typer, finalizer)}
+	s := claimStrategy{Strategy: base.NewStrategy(typer, finalizer)}
 	return s, claimStatusStrategy{s}
 }
 
@@ -43,11 +45,12 @@ func (claimStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return base.ResetFields(extensions.GroupName, "status")
 }
 
-func (st claimStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (st claimStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	c := obj.(*extensions.SandboxClaim)
 	c.Status = extensions.SandboxClaimStatus{}
 	c.Generation = 1
 	st.AddFinalizer(c)
+	st.refs.fillTemplate(ctx, c)
 }
 
 func (claimStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
@@ -58,8 +61,9 @@ func (claimStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 	}
 }
 
-func (claimStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateSandboxClaim(obj.(*extensions.SandboxClaim))
+func (st claimStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	c := obj.(*extensions.SandboxClaim)
+	return append(validation.ValidateSandboxClaim(c), st.refs.validate(ctx, c)...)
 }
 
 func (claimStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {

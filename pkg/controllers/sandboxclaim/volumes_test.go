@@ -1,0 +1,108 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+func pvcTemplate(name, size string) agentsv1beta1.PersistentVolumeClaimTemplate {
+	return agentsv1beta1.PersistentVolumeClaimTemplate{
+		EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+}
+
+func withVolumes(vcts ...agentsv1beta1.PersistentVolumeClaimTemplate) func(*extensionsv1beta1.SandboxClaim) {
+	return func(c *extensionsv1beta1.SandboxClaim) { c.Spec.VolumeClaimTemplates = vcts }
+}
+
+func volumePolicy(p extensionsv1beta1.VolumeClaimTemplatesPolicy, vcts ...agentsv1beta1.PersistentVolumeClaimTemplate) func(*extensionsv1beta1.SandboxTemplate) {
+	return func(t *extensionsv1beta1.SandboxTemplate) {
+		t.Spec.VolumeClaimTemplatesPolicy = p
+		t.Spec.VolumeClaimTemplates = vcts
+	}
+}
+
+// sizes lists the volume claim templates of a sandbox as name=size.
+func sizes(vcts []agentsv1beta1.PersistentVolumeClaimTemplate) []string {
+	var out []string
+	for _, v := range vcts {
+		q := v.Spec.Resources.Requests[corev1.ResourceStorage]
+		out = append(out, v.Name+"="+q.String())
+	}
+	return out
+}
+
+// TestCreateWithVolumeClaimTemplates: a claim's own volume claim templates make a cold sandbox,
+// even with a Ready member waiting, with the template's list merged as its policy says; a template
+// whose policy changed since the claim was admitted is reported on the claim.
+func TestCreateWithVolumeClaimTemplates(t *testing.T) {
+	home := pvcTemplate("home", "1Gi")
+	cases := []struct {
+		name      string
+		template  func(*extensionsv1beta1.SandboxTemplate)
+		claim     []agentsv1beta1.PersistentVolumeClaimTemplate
+		wantSizes []string
+		wantMsg   string
+	}{
+		{"Allowed adds a new name", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed, home),
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{pvcTemplate("scratch", "2Gi")}, []string{"home=1Gi", "scratch=2Gi"}, ""},
+		{"Overrides replaces the template's of the same name", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides, home),
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{pvcTemplate("home", "5Gi"), pvcTemplate("scratch", "2Gi")}, []string{"home=5Gi", "scratch=2Gi"}, ""},
+		{"Allowed refuses a name of the template", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed, home),
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{pvcTemplate("home", "5Gi")}, nil,
+			`spec.volumeClaimTemplates[0]: SandboxTemplate python has a volume claim template "home" and volumeClaimTemplatesPolicy Allowed`},
+		{"Disallowed (set after the claim was admitted)", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyDisallowed, home),
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{pvcTemplate("scratch", "2Gi")}, nil,
+			`spec.volumeClaimTemplates: SandboxTemplate python has volumeClaimTemplatesPolicy "Disallowed"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newClaim(withVolumes(tc.claim...)), newTemplate(tc.template))
+			m := warmMember("m1", testPool)
+			f.add(m)
+			f.warm(m)
+			if err := f.sync(testClaim); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if updated := f.updatedSandboxes(); len(updated) != 0 {
+				t.Fatalf("adopted %s; a claim with volume claim templates is never served warm", updated[0].Name)
+			}
+			if f.c.warm.Len(testBucket) != 1 {
+				t.Errorf("the waiting member left the queue")
+			}
+			created := f.createdSandboxes()
+			if tc.wantMsg != "" {
+				if len(created) != 0 {
+					t.Fatalf("created %s, want none", created[0].Name)
+				}
+				checkReady(t, f.lastStatus(), metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError, tc.wantMsg)
+				return
+			}
+			if len(created) != 1 || created[0].Name != testClaim {
+				t.Fatalf("writes %q, want one cold sandbox %s", f.writes(), testClaim)
+			}
+			if got := sizes(created[0].Spec.VolumeClaimTemplates); !slices.Equal(got, tc.wantSizes) {
+				t.Errorf("sandbox volume claim templates %q, want %q", got, tc.wantSizes)
+			}
+			cached, err := f.c.templates.SandboxTemplates(testNS).Get(testTemplate)
+			f.must(err)
+			if got := sizes(cached.Spec.VolumeClaimTemplates); !slices.Equal(got, []string{"home=1Gi"}) {
+				t.Errorf("the cached template changed: %q", got)
+			}
+		})
+	}
+}
