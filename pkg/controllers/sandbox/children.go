@@ -146,6 +146,7 @@ func desiredPod(sb *agentsv1beta1.Sandbox) *corev1.Pod {
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
 	propagateMetadata(&pod.ObjectMeta, &tmpl.ObjectMeta, hashOf(sb))
+	copyLaunchType(&pod.ObjectMeta, sb)
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.PVCName(vct.Name, sb.Name)},
@@ -212,10 +213,25 @@ func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, 
 	return changed
 }
 
+// copyLaunchType puts the Sandbox's launch-type label (warm or cold, set by the API server) on its
+// pod, and reports whether it changed. A Sandbox without one leaves the pod as it is.
+func copyLaunchType(obj *metav1.ObjectMeta, sb *agentsv1beta1.Sandbox) bool {
+	lt, ok := sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
+	if !ok || obj.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == lt {
+		return false
+	}
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[agentsv1beta1.SandboxLaunchTypeLabel] = lt
+	return true
+}
+
 // updatePodMetadata drives the pod's metadata back to the template, adopting it when unowned.
 func (c *Controller) updatePodMetadata(ctx context.Context, sb *agentsv1beta1.Sandbox, pod *corev1.Pod, adopt bool) (*corev1.Pod, error) {
 	pod = pod.DeepCopy()
 	changed := propagateMetadata(&pod.ObjectMeta, &sb.Spec.PodTemplate.ObjectMeta, hashOf(sb))
+	changed = copyLaunchType(&pod.ObjectMeta, sb) || changed
 	if adopt {
 		ownership.Adopt(pod, controllerRef(sb))
 	}

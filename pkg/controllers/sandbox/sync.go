@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -94,13 +95,19 @@ type children struct {
 // computeStatus derives replicas, selector, pod IPs and the three conditions from the children.
 func (c *Controller) computeStatus(sb *agentsv1beta1.Sandbox, state children, childErr error) {
 	st := &sb.Status
-	st.Replicas, st.LabelSelector, st.PodIPs = 0, "", nil
+	st.Replicas, st.LabelSelector, st.PodIPs, st.NodeName = 0, "", nil, ""
 	if p := state.pod; p != nil && p.DeletionTimestamp == nil {
 		st.Replicas = 1
 		st.LabelSelector = agentsv1beta1.SandboxNameHashLabel + "=" + hashOf(sb)
 		for _, ip := range p.Status.PodIPs {
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}
+		st.NodeName = p.Spec.NodeName
+	}
+	if scheduled := podScheduledCondition(state.pod, sb.Generation); scheduled != nil {
+		meta.SetStatusCondition(&st.Conditions, *scheduled)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, string(agentsv1beta1.SandboxConditionPodScheduled))
 	}
 	st.Service, st.ServiceFQDN = "", ""
 	if svc := state.service; svc != nil {
@@ -202,6 +209,33 @@ func phaseOf(pod *corev1.Pod) string {
 		return string(corev1.PodPending)
 	}
 	return string(pod.Status.Phase)
+}
+
+// conditionReason is what a condition's reason must look like (metav1.Condition).
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// podScheduledCondition mirrors the PodScheduled condition of a live pod: its status, reason and
+// message, and when it last changed. A reason is stood in for when the pod's has none (the
+// scheduler sets none on success) or one a Sandbox condition cannot carry. nil when there is no live pod or it has no such condition.
+func podScheduledCondition(pod *corev1.Pod, gen int64) *metav1.Condition {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled {
+			continue
+		}
+		cond := &metav1.Condition{Type: string(agentsv1beta1.SandboxConditionPodScheduled), Status: metav1.ConditionStatus(c.Status),
+			Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime, ObservedGeneration: gen}
+		if !conditionReason.MatchString(cond.Reason) {
+			cond.Reason = agentsv1beta1.SandboxReasonPodNotScheduled
+			if cond.Status == metav1.ConditionTrue {
+				cond.Reason = agentsv1beta1.SandboxReasonPodScheduled
+			}
+		}
+		return cond
+	}
+	return nil
 }
 
 // finishedCondition is Finished=True when the pod ended, nil while it runs or does not exist.
