@@ -20,7 +20,7 @@ func scheduled(node string, status corev1.ConditionStatus, reason, msg string) f
 	return func(p *corev1.Pod) {
 		p.Spec.NodeName = node
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: status,
-			Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(testNow.Add(-10*time.Second))})
+			Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(testNow.Add(-10 * time.Second))})
 	}
 }
 
@@ -51,7 +51,7 @@ func TestSyncNodeNameAndPodScheduled(t *testing.T) {
 			wantStatus: scheduledStatus("kwok-node-1", "10.0.0.5"),
 			check: func(t *testing.T, f *fixture) {
 				c := findCond(f.mustStatus().Conditions, scheduledType)
-				if !c.LastTransitionTime.Equal(&metav1.Time{Time: testNow.Add(-10*time.Second)}) {
+				if !c.LastTransitionTime.Equal(&metav1.Time{Time: testNow.Add(-10 * time.Second)}) {
 					t.Errorf("PodScheduled lastTransitionTime %v, want the pod's", c.LastTransitionTime)
 				}
 			},
