@@ -263,8 +263,24 @@ spec:
 		fields         map[string]any // dotted path in -o json -> value
 	}{{
 		resource: "sandbox", name: "hello-world",
-		yamlLines: []string{"apiVersion: agents.x-k8s.io/v1beta1", "replicas: 1", "shutdownPolicy: Retain"},
-		fields:    map[string]any{"spec.replicas": 1.0, "spec.shutdownPolicy": "Retain"},
+		yamlLines: []string{"apiVersion: agents.x-k8s.io/v1beta1", "replicas: 1", "shutdownPolicy: Retain", "operatingMode: Running"},
+		fields:    map[string]any{"spec.replicas": 1.0, "spec.shutdownPolicy": "Retain", "spec.operatingMode": "Running"},
+	}, {
+		// The v1.0 examples: each field of a pair filled in from the other, the pool's default.
+		resource: "sandbox", name: "suspended-agent",
+		yamlLines: []string{"operatingMode: Suspended", "replicas: 0", "agents.x-k8s.io/launch-type: cold"},
+		fields:    map[string]any{"spec.replicas": 0.0},
+	}, {
+		resource: "swp", name: "python-pool",
+		yamlLines: []string{"replicas: 1"},
+		fields:    map[string]any{"spec.replicas": 1.0},
+	}, {
+		resource: "sandboxclaim", name: "python-by-pool",
+		yamlLines: []string{"warmpool: python-pool"},
+		fields:    map[string]any{"spec.sandboxTemplateRef.name": "python-runtime-template", "spec.warmPoolRef.name": "python-pool"},
+	}, {
+		resource: "sandboxtemplate", name: "python-runtime-template",
+		yamlLines: []string{"volumeClaimTemplatesPolicy: Disallowed"},
 	}, {
 		// Read through the other version: the same defaults, converted.
 		resource: "sandboxes.v1alpha1.agents.x-k8s.io", name: "hello-world-v1alpha1",
@@ -343,7 +359,8 @@ func workWithExamples(t *testing.T, ns string) {
 		"sandboxclaim.extensions.agents.x-k8s.io/my-secure-sandbox", "sandboxclaim.extensions.agents.x-k8s.io/my-expiring-sandbox")
 	expectNames(t, "kubectl get sandboxclaims --field-selector spec.sandboxTemplateRef.name!=secure-datascience-template",
 		kubectl(t, "get", "sandboxclaims", "-n", ns, "--field-selector", "spec.sandboxTemplateRef.name!=secure-datascience-template", "-o", "name"),
-		"sandboxclaim.extensions.agents.x-k8s.io/data-prep")
+		"sandboxclaim.extensions.agents.x-k8s.io/data-prep", "sandboxclaim.extensions.agents.x-k8s.io/python-by-pool",
+		"sandboxclaim.extensions.agents.x-k8s.io/workspace-claim")
 	expectNames(t, "kubectl get swp --field-selector spec.sandboxTemplateRef.name=secure-datascience-template",
 		kubectl(t, "get", "swp", "-n", ns, "--field-selector", "spec.sandboxTemplateRef.name=secure-datascience-template", "-o", "name"),
 		"sandboxwarmpool.extensions.agents.x-k8s.io/sandboxwarmpool-example")
