@@ -117,9 +117,16 @@ func TestExplain(t *testing.T) {
 	}, {
 		args: []string{"swp.spec"},
 		want: []string{
-			"KIND: SandboxWarmPool", "GROUP: extensions.agents.x-k8s.io", "replicas <integer> -required-",
+			// replicas is optional since the v1.0 shape (it defaults to 1).
+			"KIND: SandboxWarmPool", "GROUP: extensions.agents.x-k8s.io", "replicas <integer> replicas is the number of ready sandboxes the pool keeps, 1 when unset",
 			"sandboxTemplateRef <SandboxTemplateRef>", "updateStrategy <SandboxWarmPoolUpdateStrategy>",
 		},
+	}, {
+		args: []string{"sandbox.spec.operatingMode"},
+		want: []string{"KIND: Sandbox", "FIELD: operatingMode <string>", "Running", "Suspended", "kubectl scale --replicas=0"},
+	}, {
+		args: []string{"sandboxclaim.spec.warmPoolRef"},
+		want: []string{"KIND: SandboxClaim", "FIELD: warmPoolRef <SandboxWarmPoolRef>", "The pool decides the template", "name <string> -required-"},
 	}, {
 		args: []string{"sandboxtemplate.spec.envVarsInjectionPolicy"},
 		want: []string{"KIND: SandboxTemplate", "Allowed", "Disallowed", "Overrides", "Disallowed (the default)"},
