@@ -2,7 +2,7 @@
 # Certificates for deploying sandbox-apiserver from artifacts/deploy/, and the
 # manifests rendered with them.
 #
-# Usage: hack/deploy-certs.sh [--renew] [--etcd-tls] OUT_DIR
+# Usage: hack/deploy-certs.sh [--renew] OUT_DIR
 #
 # Makes, with openssl, into OUT_DIR/certs/:
 #   ca.crt, ca.key            a CA (kept and reused on later runs: it is the
@@ -13,9 +13,11 @@
 #                             signed by ca.crt; remade when missing, when it no
 #                             longer verifies against ca.crt, when it expires
 #                             within 30 days, or with --renew
-#   with --etcd-tls also etcd-ca.{crt,key}, etcd-peer.{crt,key} (the members'
-#   server and peer certificate) and etcd-client.{crt,key} (sandbox-apiserver's
-#   client certificate for etcd); see "etcd" in docs/operating.md.
+#   etcd-ca.{crt,key}         the etcd CA (kept and reused like ca.crt)
+#   etcd-peer.{crt,key}       the certificate every etcd member serves clients
+#                             and peers with and dials its peers with
+#   etcd-client.{crt,key}     sandbox-apiserver's client certificate for etcd
+#                             (see "etcd" in docs/operating.md)
 #
 # and renders artifacts/deploy/*.yaml into OUT_DIR/manifests/, numbered in the
 # order they apply (namespace, service account, RBAC, Secrets, etcd, server,
@@ -25,8 +27,8 @@
 #   - apiservices.yaml with caBundle set to ca.crt,
 #   - deployment.yaml with the image set to $IMAGE (when IMAGE is set),
 #   - a Secret manifest sandbox-apiserver-serving-cert (type kubernetes.io/tls)
-#     holding serving.crt and serving.key (and, with --etcd-tls, the Secrets
-#     sandbox-etcd-tls and sandbox-apiserver-etcd-client).
+#     holding serving.crt and serving.key, and the Secrets sandbox-etcd-tls and
+#     sandbox-apiserver-etcd-client (ca.crt, tls.crt, tls.key each).
 # The Secret manifests hold private keys: OUT_DIR is created private (mode 700).
 #
 # Environment:
@@ -60,12 +62,10 @@ usage() {
 }
 
 RENEW=""
-ETCD_TLS=""
 OUT=""
 while (($#)); do
   case "$1" in
     --renew) RENEW=1 ;;
-    --etcd-tls) ETCD_TLS=1 ;;
     -h | --help) usage ;;
     -*) log "ERROR: unknown flag $1"; usage ;;
     *) [[ -z "${OUT}" ]] || usage; OUT="$1" ;;
@@ -166,15 +166,13 @@ svc="${SERVICE}.${NAMESPACE}.svc"
 make_ca ca "sandbox-apiserver-ca"
 make_cert serving ca "${svc}" serverAuth "${svc}" "${svc}.${CLUSTER_DOMAIN}"
 
-if [[ -n "${ETCD_TLS}" ]]; then
-  peer="${ETCD_PEER_SERVICE}.${NAMESPACE}.svc"
-  client="${ETCD_SERVICE}.${NAMESPACE}.svc"
-  make_ca etcd-ca "sandbox-etcd-ca"
-  # Every member serves clients and peers and dials its peers with this one.
-  make_cert etcd-peer etcd-ca sandbox-etcd serverAuth,clientAuth \
-    "*.${peer}" "*.${peer}.${CLUSTER_DOMAIN}" "${client}" "${client}.${CLUSTER_DOMAIN}" localhost 127.0.0.1
-  make_cert etcd-client etcd-ca sandbox-apiserver clientAuth
-fi
+peer="${ETCD_PEER_SERVICE}.${NAMESPACE}.svc"
+client="${ETCD_SERVICE}.${NAMESPACE}.svc"
+make_ca etcd-ca "sandbox-etcd-ca"
+# Every member serves clients and peers and dials its peers with this one.
+make_cert etcd-peer etcd-ca sandbox-etcd serverAuth,clientAuth \
+  "*.${peer}" "*.${peer}.${CLUSTER_DOMAIN}" "${client}" "${client}.${CLUSTER_DOMAIN}" localhost 127.0.0.1
+make_cert etcd-client etcd-ca sandbox-apiserver clientAuth
 
 # ---------------------------------------------------------------------------
 # Manifests
@@ -192,15 +190,13 @@ render serviceaccount.yaml 01-serviceaccount.yaml
 render rbac.yaml 02-rbac.yaml
 secret "${SECRET}" kubernetes.io/tls \
   "tls.crt=${CERTS}/serving.crt" "tls.key=${CERTS}/serving.key" >"${MANIFESTS}/03-serving-cert-secret.yaml"
-if [[ -n "${ETCD_TLS}" ]]; then
-  {
-    secret sandbox-etcd-tls Opaque \
-      "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-peer.crt" "tls.key=${CERTS}/etcd-peer.key"
-    echo "---"
-    secret sandbox-apiserver-etcd-client Opaque \
-      "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-client.crt" "tls.key=${CERTS}/etcd-client.key"
-  } >"${MANIFESTS}/04-etcd-tls-secrets.yaml"
-fi
+{
+  secret sandbox-etcd-tls Opaque \
+    "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-peer.crt" "tls.key=${CERTS}/etcd-peer.key"
+  echo "---"
+  secret sandbox-apiserver-etcd-client Opaque \
+    "ca.crt=${CERTS}/etcd-ca.crt" "tls.crt=${CERTS}/etcd-client.crt" "tls.key=${CERTS}/etcd-client.key"
+} >"${MANIFESTS}/04-etcd-tls-secrets.yaml"
 render etcd.yaml 10-etcd.yaml
 render deployment.yaml 20-deployment.yaml
 render service.yaml 21-service.yaml

@@ -288,6 +288,7 @@ make_cert() {
   case "${usage}" in
     server) eku="serverAuth" ;;
     client) eku="clientAuth" ;;
+    peer) eku="serverAuth,clientAuth" ;;
   esac
   local s
   for s in "$@"; do
@@ -333,6 +334,12 @@ make_certs() {
   make_cert sandbox-apiserver ca sandbox-apiserver - server \
     localhost 127.0.0.1 sandbox-apiserver.sandbox-system.svc \
     sandbox-apiserver.sandbox-system.svc.cluster.local
+  # sandbox-etcd trusts only certificates of its own CA: sandbox-apiserver's
+  # client certificate is the one credential that reads or writes sandbox
+  # objects there (the cluster's CA signs users, so it must not be trusted).
+  make_ca sandbox-etcd-ca "sandbox-local-etcd-ca"
+  make_cert sandbox-etcd sandbox-etcd-ca sandbox-etcd - peer 127.0.0.1 localhost
+  make_cert sandbox-etcd-client sandbox-etcd-ca sandbox-apiserver - client
   if [[ ! -s "${CERTS}/service-account.key" ]]; then
     log "certs: service-account key pair"
     new_key "${CERTS}/service-account.key"
@@ -455,6 +462,7 @@ start_kube_controller_manager() {
     --bind-address=127.0.0.1 \
     --secure-port="${KUBE_CONTROLLER_MANAGER_PORT}" \
     --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle' \
+    --enable-hostpath-provisioner=true \
     --root-ca-file="${CERTS}/ca.crt" \
     --service-account-private-key-file="${CERTS}/service-account.key" \
     --use-service-account-credentials=true \
@@ -504,25 +512,37 @@ start_kwok() {
 }
 
 probe_sandbox_etcd() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${SANDBOX_ETCD_PORT}/health" | grep -q '"health":"true"'
+  curl -fsS --max-time 2 --cacert "${CERTS}/sandbox-etcd-ca.crt" \
+    --cert "${CERTS}/sandbox-etcd-client.crt" --key "${CERTS}/sandbox-etcd-client.key" \
+    "https://127.0.0.1:${SANDBOX_ETCD_PORT}/health" | grep -q '"health":"true"'
 }
 
 # sandbox-etcd holds the sandbox objects only, so it can be stopped and started
 # on its own. Its data directory is the one the embedded etcd of earlier
 # versions used; etcd keeps a single-member cluster's data across such a move.
-# History is compacted like the embedded etcd did (periodic, 5m).
+# History is compacted like the embedded etcd did (periodic, 5m). Clients and
+# peers speak TLS and must show a certificate of sandbox-etcd-ca (see
+# make_certs): no other local process can read or write sandbox objects.
 start_sandbox_etcd() {
   mkdir -p "${DATA}/sandbox-etcd"
   chmod 700 "${DATA}/sandbox-etcd"
   launch sandbox-etcd \
     --name=sandbox-etcd \
     --data-dir="${DATA}/sandbox-etcd" \
-    --listen-client-urls="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
-    --advertise-client-urls="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
-    --listen-peer-urls="http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
-    --initial-advertise-peer-urls="http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
-    --initial-cluster="sandbox-etcd=http://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --listen-client-urls="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --advertise-client-urls="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --listen-peer-urls="https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls="https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
+    --initial-cluster="sandbox-etcd=https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
     --initial-cluster-state=new \
+    --cert-file="${CERTS}/sandbox-etcd.crt" \
+    --key-file="${CERTS}/sandbox-etcd.key" \
+    --trusted-ca-file="${CERTS}/sandbox-etcd-ca.crt" \
+    --client-cert-auth=true \
+    --peer-cert-file="${CERTS}/sandbox-etcd.crt" \
+    --peer-key-file="${CERTS}/sandbox-etcd.key" \
+    --peer-trusted-ca-file="${CERTS}/sandbox-etcd-ca.crt" \
+    --peer-client-cert-auth=true \
     --auto-compaction-mode=periodic \
     --auto-compaction-retention=5m \
     --log-level=warn
@@ -546,7 +566,10 @@ start_sandbox_apiserver() {
     --kubeconfig="${kc}" \
     --authentication-kubeconfig="${kc}" \
     --authorization-kubeconfig="${kc}" \
-    --etcd-servers="http://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --etcd-servers="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
+    --etcd-cafile="${CERTS}/sandbox-etcd-ca.crt" \
+    --etcd-certfile="${CERTS}/sandbox-etcd-client.crt" \
+    --etcd-keyfile="${CERTS}/sandbox-etcd-client.key" \
     "${extra[@]}"
   wait_ready sandbox-apiserver probe_sandbox_apiserver
 }

@@ -46,7 +46,7 @@ var deployObjects = []string{
 	"apiservice.apiregistration.k8s.io/v1alpha1.extensions.agents.x-k8s.io",
 }
 
-// renderedSecrets are the objects hack/deploy-certs.sh --etcd-tls adds to deployObjects.
+// renderedSecrets are the objects hack/deploy-certs.sh adds to deployObjects.
 var renderedSecrets = []string{
 	"secret/sandbox-apiserver-serving-cert",
 	"secret/sandbox-etcd-tls",
@@ -70,11 +70,11 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	const image = "registry.example/sandbox-apiserver:e2e"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack/deploy-certs.sh"), "--etcd-tls", out)
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack/deploy-certs.sh"), out)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "IMAGE="+image)
 	script, err := cmd.CombinedOutput()
-	t.Logf("$ IMAGE=%s hack/deploy-certs.sh --etcd-tls %s\n%s", image, out, indent(string(script)))
+	t.Logf("$ IMAGE=%s hack/deploy-certs.sh %s\n%s", image, out, indent(string(script)))
 	if err != nil {
 		t.Fatalf("hack/deploy-certs.sh: %v", err)
 	}
@@ -86,6 +86,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	verifyServingCert(t, caPEM, servingPEM, "sandbox-apiserver.sandbox-system.svc", "sandbox-apiserver.sandbox-system.svc.cluster.local")
 	verifyServingCert(t, readFile(t, filepath.Join(certs, "etcd-ca.crt")), readFile(t, filepath.Join(certs, "etcd-peer.crt")),
 		"sandbox-etcd-0.sandbox-etcd-peer.sandbox-system.svc", "sandbox-etcd.sandbox-system.svc")
+	verifyClientCert(t, readFile(t, filepath.Join(certs, "etcd-ca.crt")), readFile(t, filepath.Join(certs, "etcd-client.crt")))
 
 	t.Run("rendered", func(t *testing.T) {
 		dryRunApply(t, manifests, append(slices.Clone(deployObjects), renderedSecrets...))
@@ -198,6 +199,9 @@ func checkRendered(t *testing.T, manifests, image string, caPEM, servingPEM []by
 				t.Errorf("%s: image %q, want %q (IMAGE)", name, c[0].Image, image)
 			}
 			expectFlagsAccepted(t, name, filepath.Join(repoRoot, "_output/bin/sandbox-apiserver"), c[0].Args)
+			// Sandbox objects are reached over TLS with the server's etcd client certificate.
+			expectFlags(t, name, c[0].Args, "--etcd-servers=https://sandbox-etcd.sandbox-system.svc:2379",
+				"--etcd-cafile=", "--etcd-certfile=", "--etcd-keyfile=")
 		case o.Kind == "StatefulSet" && o.Metadata.Name == "sandbox-etcd":
 			c := o.Spec.Template.Spec.Containers
 			if len(c) != 1 || len(c[0].Command) < 2 || c[0].Command[0] != "etcd" {
@@ -208,10 +212,23 @@ func checkRendered(t *testing.T, manifests, image string, caPEM, servingPEM []by
 			}
 			// The etcd built for the local control plane is of the same minor as the image.
 			expectFlagsAccepted(t, name, filepath.Join(repoRoot, "_output/tools/bin/etcd"), c[0].Command[1:])
+			// Clients and peers need a certificate of the etcd CA; no plain-HTTP data port.
+			expectFlags(t, name, c[0].Command, "--listen-client-urls=https://", "--listen-peer-urls=https://",
+				"--client-cert-auth=true", "--peer-client-cert-auth=true", "--trusted-ca-file=", "--peer-trusted-ca-file=")
 		}
 	}
 	if apiServices != 4 {
 		t.Errorf("%d APIServices in the dry run, want 4", apiServices)
+	}
+}
+
+// expectFlags fails the test unless, for every prefix, some argument starts with it.
+func expectFlags(t *testing.T, what string, args []string, prefixes ...string) {
+	t.Helper()
+	for _, p := range prefixes {
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, p) }) {
+			t.Errorf("%s: no flag %s... in %q", what, p, args)
+		}
 	}
 }
 
@@ -232,6 +249,27 @@ func expectFlagsAccepted(t *testing.T, what, bin string, args []string) {
 // TLS server certificate for every name.
 func verifyServingCert(t *testing.T, caPEM, leafPEM []byte, names ...string) {
 	t.Helper()
+	leaf, roots := parseLeaf(t, caPEM, leafPEM)
+	for _, name := range names {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("certificate %q for %s: %v", leaf.Subject.CommonName, name, err)
+		}
+	}
+}
+
+// verifyClientCert fails the test unless the PEM certificate leaf verifies against caPEM as a TLS
+// client certificate.
+func verifyClientCert(t *testing.T, caPEM, leafPEM []byte) {
+	t.Helper()
+	leaf, roots := parseLeaf(t, caPEM, leafPEM)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("client certificate %q: %v", leaf.Subject.CommonName, err)
+	}
+}
+
+// parseLeaf decodes a PEM certificate and a PEM CA into a certificate and a pool of roots.
+func parseLeaf(t *testing.T, caPEM, leafPEM []byte) (*x509.Certificate, *x509.CertPool) {
+	t.Helper()
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(caPEM) {
 		t.Fatal("no CA certificate in the CA PEM")
@@ -244,11 +282,7 @@ func verifyServingCert(t *testing.T, caPEM, leafPEM []byte, names ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range names {
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-			t.Errorf("certificate %q for %s: %v", leaf.Subject.CommonName, name, err)
-		}
-	}
+	return leaf, roots
 }
 
 func readFile(t *testing.T, path string) []byte {

@@ -100,6 +100,7 @@ func TestExamples(t *testing.T) {
 		}
 		expectGenerations(t, ns, examples, 1)
 		checkExamples(t, ns, examples)
+		expectExamplesReady(t, ns, examples)
 		workWithExamples(t, ns)
 	})
 

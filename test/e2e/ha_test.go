@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -998,14 +999,45 @@ func haPrintLogsOnFailure(t *testing.T, paths ...string) {
 	})
 }
 
-// haEtcd is a three-member etcd cluster on loopback.
+// haEtcd is a three-member etcd cluster on loopback. Like the local plane's sandbox-etcd, its
+// members speak TLS to clients and to each other and require a certificate of sandbox-etcd-ca
+// (hack/local-up.sh makes them: a serving and peer certificate for 127.0.0.1, and
+// sandbox-apiserver's client certificate).
 type haEtcd struct {
 	members []*haEtcdMember
+	client  *http.Client // authenticated with sandbox-apiserver's etcd client certificate
+}
+
+// haEtcdCert is a file of the local plane's sandbox-etcd certificates.
+func haEtcdCert(name string) string { return filepath.Join(certsDir, name) }
+
+// haEtcdClientFlags are sandbox-apiserver's flags for the TLS client of the cluster.
+func haEtcdClientFlags() []string {
+	return []string{
+		"--etcd-cafile=" + haEtcdCert("sandbox-etcd-ca.crt"),
+		"--etcd-certfile=" + haEtcdCert("sandbox-etcd-client.crt"),
+		"--etcd-keyfile=" + haEtcdCert("sandbox-etcd-client.key"),
+	}
+}
+
+// haEtcdHTTPClient is an HTTP client that the cluster's members accept.
+func haEtcdHTTPClient(t *testing.T) *http.Client {
+	t.Helper()
+	tlsConfig, err := transport.TLSConfigFor(&transport.Config{TLS: transport.TLSConfig{
+		CAFile:   haEtcdCert("sandbox-etcd-ca.crt"),
+		CertFile: haEtcdCert("sandbox-etcd-client.crt"),
+		KeyFile:  haEtcdCert("sandbox-etcd-client.key"),
+	}})
+	if err != nil {
+		t.Fatalf("etcd client certificate of the local plane: %v", err)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 }
 
 type haEtcdMember struct {
 	name      string
 	clientURL string
+	http      *http.Client
 	args      []string
 	logPath   string
 	proc      *haProcess
@@ -1015,7 +1047,7 @@ type haEtcdMember struct {
 // is healthy (a member is healthy once the cluster has a leader). Cleanups stop them.
 func haStartEtcd(t *testing.T, dir string) *haEtcd {
 	t.Helper()
-	e := &haEtcd{}
+	e := &haEtcd{client: haEtcdHTTPClient(t)}
 	token := "sandbox-ha-" + randSuffix(6)
 	var peers []string
 	type ports struct{ client, peer int }
@@ -1023,7 +1055,7 @@ func haStartEtcd(t *testing.T, dir string) *haEtcd {
 	for i := range 3 {
 		p := ports{haFreePort(t), haFreePort(t)}
 		ps = append(ps, p)
-		peers = append(peers, fmt.Sprintf("etcd-%d=http://127.0.0.1:%d", i, p.peer))
+		peers = append(peers, fmt.Sprintf("etcd-%d=https://127.0.0.1:%d", i, p.peer))
 	}
 	var logs []string
 	for i, p := range ps {
@@ -1032,10 +1064,11 @@ func haStartEtcd(t *testing.T, dir string) *haEtcd {
 		if err := os.Mkdir(data, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		client := fmt.Sprintf("http://127.0.0.1:%d", p.client)
-		peer := fmt.Sprintf("http://127.0.0.1:%d", p.peer)
+		client := fmt.Sprintf("https://127.0.0.1:%d", p.client)
+		peer := fmt.Sprintf("https://127.0.0.1:%d", p.peer)
 		m := &haEtcdMember{
 			name:      name,
+			http:      e.client,
 			clientURL: client,
 			logPath:   filepath.Join(dir, name+".log"),
 			args: []string{
@@ -1048,6 +1081,14 @@ func haStartEtcd(t *testing.T, dir string) *haEtcd {
 				"--initial-cluster=" + strings.Join(peers, ","),
 				"--initial-cluster-state=new",
 				"--initial-cluster-token=" + token,
+				"--cert-file=" + haEtcdCert("sandbox-etcd.crt"),
+				"--key-file=" + haEtcdCert("sandbox-etcd.key"),
+				"--trusted-ca-file=" + haEtcdCert("sandbox-etcd-ca.crt"),
+				"--client-cert-auth=true",
+				"--peer-cert-file=" + haEtcdCert("sandbox-etcd.crt"),
+				"--peer-key-file=" + haEtcdCert("sandbox-etcd.key"),
+				"--peer-trusted-ca-file=" + haEtcdCert("sandbox-etcd-ca.crt"),
+				"--peer-client-cert-auth=true",
 				// Twice the default heartbeat and election timeout: the machine is small and shared.
 				"--heartbeat-interval=200",
 				"--election-timeout=2000",
@@ -1103,7 +1144,7 @@ func (e *haEtcd) findLeader() (*haEtcdMember, error) {
 		if m.proc.exited() {
 			continue
 		}
-		v, err := haMetric(context.Background(), http.DefaultClient, m.clientURL+"/metrics", "etcd_server_is_leader")
+		v, err := haMetric(context.Background(), e.client, m.clientURL+"/metrics", "etcd_server_is_leader")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.name, err)
 		}
@@ -1143,7 +1184,7 @@ func (m *haEtcdMember) healthy(ctx context.Context) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.clientURL+"/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.http.Do(req)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -1191,6 +1232,7 @@ func (h *haCluster) newReplica(t *testing.T, dir string, i int) *haReplica {
 		"--leader-elect-renew-deadline=" + haRenewDeadline.String(),
 		"--leader-elect-retry-period=" + haRetryPeriod.String(),
 	}
+	r.args = append(r.args, haEtcdClientFlags()...)
 	r.config = &rest.Config{
 		Host: fmt.Sprintf("https://127.0.0.1:%d", r.port),
 		TLSClientConfig: rest.TLSClientConfig{
