@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 func TestStorageContext(t *testing.T) {
@@ -92,35 +95,51 @@ func TestGuardStorage(t *testing.T) {
 	}
 }
 
-// TestGuardStorageEndsWaitingRequests: a request waiting on storage ends when etcd is found
-// unreachable, and one that is not has its deadline moved by the margin.
-func TestGuardStorageEndsWaitingRequests(t *testing.T) {
-	probe := NewEtcdProbe(time.Second, time.Second, 0)
-	waiting := make(chan struct{})
-	var deadlineLeft time.Duration
+func TestGuardStorageDeadline(t *testing.T) {
+	var left time.Duration
 	handler := guardStorage(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
 		deadline, _ := req.Context().Deadline()
-		deadlineLeft = time.Until(deadline)
-		close(waiting)
-		<-req.Context().Done()
-	}), probe, 2*time.Second)
+		left = time.Until(deadline)
+	}), NewEtcdProbe(time.Second, time.Second, 0), 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req := httptest.NewRequest(http.MethodGet, "/apis/agents.x-k8s.io/v1beta1/sandboxes", nil)
-	req = req.WithContext(apirequest.WithRequestInfo(ctx, &apirequest.RequestInfo{IsResourceRequest: true, Verb: "list"}))
-	done := make(chan struct{})
-	go func() {
-		handler.ServeHTTP(httptest.NewRecorder(), req)
-		close(done)
-	}()
-	<-waiting
-	probe.markUnreachable(errors.New("etcd stopped"))
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request still waits 10s after etcd was found unreachable")
+	handler.ServeHTTP(httptest.NewRecorder(), req.WithContext(apirequest.WithRequestInfo(ctx, &apirequest.RequestInfo{IsResourceRequest: true, Verb: "list"})))
+	if left > 58*time.Second || left < 57*time.Second {
+		t.Errorf("the handler had %s left of a minute, want 58s", left)
 	}
-	if deadlineLeft > 58*time.Second || deadlineLeft < 57*time.Second {
-		t.Errorf("the handler had %s left of a minute, want 58s", deadlineLeft)
+}
+
+// waitingStorage is a storage whose reads wait until their context ends.
+type waitingStorage struct {
+	storage.Interface
+	waiting chan struct{}
+}
+
+func (s waitingStorage) Get(ctx context.Context, _ string, _ storage.GetOptions, _ runtime.Object) error {
+	close(s.waiting)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestEtcdGuardEndsWaitingCalls: a storage call waiting on etcd ends with a 503 and a Retry-After
+// when etcd is found unreachable, and none starts until it is back.
+func TestEtcdGuardEndsWaitingCalls(t *testing.T) {
+	probe := NewEtcdProbe(time.Second, time.Second, 0)
+	s := guardedStorage{Interface: waitingStorage{waiting: make(chan struct{})}, probe: probe}
+	done := make(chan error, 1)
+	go func() { done <- s.Get(context.Background(), "/sandboxes/a", storage.GetOptions{}, nil) }()
+	<-s.Interface.(waitingStorage).waiting
+	probe.markUnreachable(errors.New("etcd stopped"))
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still waits 10s after etcd was found unreachable")
+	}
+	for _, err := range []error{err, s.Get(context.Background(), "/sandboxes/a", storage.GetOptions{}, nil)} {
+		if delay, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsServiceUnavailable(err) || !ok || delay != 1 {
+			t.Errorf("got %v, want a 503 with a Retry-After of 1s", err)
+		}
 	}
 }

@@ -95,6 +95,7 @@ func (o *EtcdOutageOptions) ApplyTo(config *genericapiserver.RecommendedConfig, 
 	if probe == nil {
 		return
 	}
+	config.RESTOptionsGetter = apiserver.WithEtcdGuard(config.RESTOptionsGetter, probe)
 	isEtcdCheck := func(c healthz.HealthChecker) bool { return c.Name() == "etcd" || c.Name() == "etcd-readiness" }
 	config.HealthzChecks = append(slices.DeleteFunc(config.HealthzChecks, isEtcdCheck), probe.HealthCheck())
 	config.ReadyzChecks = append(slices.DeleteFunc(config.ReadyzChecks, isEtcdCheck), probe.HealthCheck())
