@@ -5,7 +5,9 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path"
@@ -20,7 +22,10 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/server/egressselector"
 	"k8s.io/apiserver/pkg/server/healthz"
+	etcd3metrics "k8s.io/apiserver/pkg/storage/etcd3/metrics"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
@@ -48,7 +53,19 @@ type EtcdProbe struct {
 	failures uint64
 	// since is when etcd was last found unreachable after answering.
 	since time.Time
+	// client is the probe's connection while Run runs.
+	client *clientv3.Client
 }
+
+// etcdReachable is 1 while the probe finds etcd reachable, 0 otherwise.
+var etcdReachable = metrics.NewGauge(&metrics.GaugeOpts{
+	Name: "sandbox_etcd_reachable",
+	Help: "1 while the server's etcd answers its probe, 0 while requests that need etcd are " +
+		"answered with 503 (see --etcd-probe-interval).",
+	StabilityLevel: metrics.ALPHA,
+})
+
+var registerMetrics sync.Once
 
 // recheckAfterFailure is the longest pause between checks while etcd is unreachable.
 const recheckAfterFailure = 100 * time.Millisecond
@@ -61,6 +78,7 @@ const dialHandshakeReserve = time.Second
 // check takes longer than timeout, and makes the storage's connection attempts retry every
 // dialRetry (0: as the etcd client does). etcd counts as reachable until Run finds otherwise.
 func NewEtcdProbe(interval, timeout, dialRetry time.Duration) *EtcdProbe {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(etcdReachable) })
 	p := &EtcdProbe{interval: interval, timeout: timeout, dialRetry: dialRetry}
 	p.reachable, p.cancel = context.WithCancelCause(context.Background())
 	return p
@@ -87,6 +105,7 @@ func (p *EtcdProbe) markUnreachable(reason error) {
 		klog.ErrorS(reason, "etcd is unreachable: requests that need it are answered with 503 until it is back")
 		p.cancel(reason)
 		p.since = time.Now()
+		etcdReachable.Set(0)
 	}
 }
 
@@ -100,6 +119,7 @@ func (p *EtcdProbe) markReachable(failuresBefore uint64) {
 	}
 	klog.InfoS("etcd is reachable again", "unreachableFor", time.Since(p.since))
 	p.reachable, p.cancel = context.WithCancelCause(context.Background())
+	etcdReachable.Set(1)
 }
 
 func (p *EtcdProbe) failureCount() uint64 {
@@ -143,11 +163,18 @@ func (p *EtcdProbe) dial(ctx context.Context, network, addr string) (net.Conn, e
 
 // Run checks etcd until ctx is done, over a connection of its own to the members of t.
 func (p *EtcdProbe) Run(ctx context.Context, t storagebackend.TransportConfig, prefix string) error {
+	if p.Err() == nil {
+		etcdReachable.Set(1)
+	}
 	client, err := newProbeClient(t, p.interval)
 	if err != nil {
 		return fmt.Errorf("etcd probe: %w", err)
 	}
-	defer client.Close()
+	p.setClient(client)
+	defer func() {
+		p.setClient(nil)
+		client.Close()
+	}()
 	go p.watchConnection(ctx, client.ActiveConnection(), t.ServerList)
 
 	key := path.Join("/", prefix, "health")
@@ -177,6 +204,43 @@ func (p *EtcdProbe) Run(ctx context.Context, t storagebackend.TransportConfig, p
 		}
 	}
 }
+
+func (p *EtcdProbe) setClient(c *clientv3.Client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.client = c
+}
+
+// StorageMonitors measures the size of etcd's database for /metrics
+// (apiserver_storage_db_total_size_in_bytes) over the probe's connection, and not at all while
+// etcd is unreachable. The generic server's monitor makes a new etcd client for each scrape and
+// waits up to 20 s for it to connect, so /metrics hung while etcd was down.
+func (p *EtcdProbe) StorageMonitors() ([]etcd3metrics.Monitor, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := context.Cause(p.reachable); err != nil {
+		return nil, err
+	}
+	if p.client == nil {
+		return nil, errors.New("the etcd probe is not running")
+	}
+	return []etcd3metrics.Monitor{dbSizeMonitor{p.client}}, nil
+}
+
+// dbSizeMonitor asks a member of etcd for the size of its database.
+type dbSizeMonitor struct{ client *clientv3.Client }
+
+func (m dbSizeMonitor) Monitor(ctx context.Context) (etcd3metrics.StorageMetrics, error) {
+	endpoints := m.client.Endpoints()
+	status, err := m.client.Status(ctx, endpoints[rand.IntN(len(endpoints))])
+	if err != nil {
+		return etcd3metrics.StorageMetrics{}, err
+	}
+	return etcd3metrics.StorageMetrics{Size: status.DbSize}, nil
+}
+
+// Close leaves the connection to the probe, which owns it.
+func (dbSizeMonitor) Close() error { return nil }
 
 // watchConnection reports etcd unreachable as soon as the probe's connection fails to reach any
 // member, which is at once when etcd stops or refuses connections, well before a check times out.

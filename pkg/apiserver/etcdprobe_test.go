@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/server/egressselector"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // TestEtcdProbeState: etcd is reachable until found otherwise, and a check that began before the
@@ -23,6 +24,7 @@ func TestEtcdProbeState(t *testing.T) {
 	}
 	before := p.failureCount()
 	p.markUnreachable(errors.New("etcd stopped"))
+	expectReachableMetric(t, 0)
 	reachable := p.Reachable()
 	if reachable.Err() == nil || p.Err() == nil || p.Err().Error() != "etcd stopped" {
 		t.Fatalf("after a failure: %v, want etcd stopped", p.Err())
@@ -37,6 +39,14 @@ func TestEtcdProbeState(t *testing.T) {
 	}
 	if reachable.Err() == nil {
 		t.Error("the context of the outage was reopened")
+	}
+	expectReachableMetric(t, 1)
+}
+
+func expectReachableMetric(t *testing.T, want float64) {
+	t.Helper()
+	if got, err := testutil.GetGaugeMetricValue(etcdReachable); err != nil || got != want {
+		t.Errorf("sandbox_etcd_reachable %v (%v), want %v", got, err, want)
 	}
 }
 

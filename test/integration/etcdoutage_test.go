@@ -22,8 +22,9 @@ import (
 )
 
 // TestEtcdOutage stops the server's etcd and starts it again on the same address and data: while
-// it is down, reads and writes are answered within a second with 503 and a Retry-After, and
-// /readyz fails its etcd check; within two seconds of etcd's return the server serves again.
+// it is down, reads and writes are answered within a second with 503 and a Retry-After, /readyz
+// fails its etcd check and /metrics answers at once; within two seconds of etcd's return the
+// server serves again.
 func TestEtcdOutage(t *testing.T) {
 	t.Parallel()
 	etcdDir, clientURL, peerURL := t.TempDir(), freeURL(t), freeURL(t)
@@ -96,6 +97,10 @@ func TestEtcdOutage(t *testing.T) {
 	if resp.StatusCode == http.StatusOK || !strings.Contains(body, "[-]etcd failed") {
 		t.Errorf("/readyz with etcd down: %d %s, want a failure of check etcd", resp.StatusCode, body)
 	}
+	// The metrics are the process's, shared with the servers of the other tests.
+	if resp, body, took := do(http.MethodGet, s.Config.Host+"/metrics", ""); resp.StatusCode != http.StatusOK || took > time.Second {
+		t.Errorf("/metrics with etcd down: %d after %s, want 200 within 1s: %.200s", resp.StatusCode, took, body)
+	}
 
 	startTestEtcd(t, etcdDir, clientURL, peerURL)
 	back := time.Now()
@@ -117,6 +122,9 @@ func TestEtcdOutage(t *testing.T) {
 	}
 	if resp, body, _ := do(http.MethodGet, s.Config.Host+"/readyz", ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("/readyz after etcd's return: %d %s", resp.StatusCode, body)
+	}
+	if _, body, _ := do(http.MethodGet, s.Config.Host+"/metrics", ""); !strings.Contains(body, "\napiserver_storage_db_total_size_in_bytes{") {
+		t.Error("/metrics after etcd's return has no apiserver_storage_db_total_size_in_bytes")
 	}
 }
 

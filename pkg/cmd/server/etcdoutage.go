@@ -12,6 +12,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	etcd3metrics "k8s.io/apiserver/pkg/storage/etcd3/metrics"
 	"k8s.io/klog/v2"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
@@ -86,8 +87,9 @@ func (o *EtcdOutageOptions) ApplyToStorage(etcd *genericoptions.EtcdOptions) *ap
 }
 
 // ApplyTo runs the probe while the server runs, answers requests with 503 while it finds etcd
-// unreachable, and makes it the "etcd" check of /healthz and /readyz in place of the generic
-// server's checks, which wait for etcd up to their timeout and reconnect as slowly as the client.
+// unreachable, measures etcd's database size for /metrics over its connection, and makes it the
+// "etcd" check of /healthz and /readyz in place of the generic server's checks, which wait for
+// etcd up to their timeout and reconnect as slowly as the client.
 // etcd stays out of /livez: restarting the server does not bring etcd back, and it serves again on
 // its own once etcd is.
 func (o *EtcdOutageOptions) ApplyTo(config *genericapiserver.RecommendedConfig, etcd *genericoptions.EtcdOptions, probe *apiserver.EtcdProbe) {
@@ -96,6 +98,7 @@ func (o *EtcdOutageOptions) ApplyTo(config *genericapiserver.RecommendedConfig, 
 		return
 	}
 	config.RESTOptionsGetter = apiserver.WithEtcdGuard(config.RESTOptionsGetter, probe)
+	etcd3metrics.SetStorageMonitorGetter(probe.StorageMonitors)
 	isEtcdCheck := func(c healthz.HealthChecker) bool { return c.Name() == "etcd" || c.Name() == "etcd-readiness" }
 	config.HealthzChecks = append(slices.DeleteFunc(config.HealthzChecks, isEtcdCheck), probe.HealthCheck())
 	config.ReadyzChecks = append(slices.DeleteFunc(config.ReadyzChecks, isEtcdCheck), probe.HealthCheck())
