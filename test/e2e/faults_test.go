@@ -859,7 +859,7 @@ type readyzCheck struct {
 func checkReadyz(t *testing.T) readyzCheck {
 	t.Helper()
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(readFile(t, filepath.Join(repoRoot, "_output/local/certs/ca.crt"))) {
+	if !pool.AppendCertsFromPEM(readFile(t, filepath.Join(certsDir, "ca.crt"))) {
 		t.Fatal("no certificate in the local plane's ca.crt")
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
