@@ -605,8 +605,12 @@ func TestFaultSandboxEtcdOutage(t *testing.T) {
 	}()
 	t.Cleanup(plain.Stop)
 
+	stopCalled := time.Now()
 	localUpT(t, 2*time.Minute, "stop-sandbox-etcd")
 	down := time.Now()
+	// etcd closes its client port at once on SIGTERM but may take seconds to exit: the server
+	// sees the outage from the start of that.
+	fig.set("etcd_stop_took_seconds", seconds(down.Sub(stopCalled)))
 
 	// Requests during the outage. Short ones (8 s client timeout) are made one after the other
 	// while they can end before etcd returns: all of them must fail cleanly. Long ones (40 s) are
