@@ -98,11 +98,13 @@ func (o *Options) Validate() error {
 func (o *Options) Prepare() (*apiserver.SandboxServer, func(), error) {
 	cleanup := func() {}
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
-		clientURL, stop, err := startEmbeddedEtcd(o.EtcdDataDir)
+		clientURL, certs, stop, err := startEmbeddedEtcd(o.EtcdDataDir)
 		if err != nil {
 			return nil, nil, err
 		}
-		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{clientURL}
+		transport := &o.RecommendedOptions.Etcd.StorageConfig.Transport
+		transport.ServerList = []string{clientURL}
+		transport.TrustedCAFile, transport.CertFile, transport.KeyFile = certs.caFile, certs.certFile, certs.keyFile
 		cleanup = stop
 	}
 	server, err := o.newServer()
