@@ -5,17 +5,22 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -525,11 +530,13 @@ type probe struct {
 	Clean   bool    `json:"clean"`
 }
 
-// TestFaultSandboxEtcdOutage stops the etcd of sandbox-apiserver for 20 s. Meanwhile requests fail
-// cleanly: each one returns within its client timeout with a 5xx or a timeout, or succeeds once
-// etcd is back, and none hangs. Afterwards the server, a watching informer and the controllers
-// resume (a Sandbox and a claim created after the restart become Ready) and every object made
-// before is there with the same UID.
+// TestFaultSandboxEtcdOutage stops the etcd of sandbox-apiserver for 20 s. Meanwhile requests
+// straight over HTTP (no client retries) are answered within a second with 503 and a Retry-After
+// (the first within a second of the stop), none with a reset stream, and the server's /readyz
+// fails its etcd check; client-go requests fail cleanly (a 5xx or a timeout) within their timeout
+// and none hangs. The server serves again within 2 s of etcd's return. Afterwards a watching
+// informer and the controllers resume (a Sandbox and a claim created after the restart become
+// Ready) and every object made before is there with the same UID.
 func TestFaultSandboxEtcdOutage(t *testing.T) {
 	requirePlaneComponents(t, "sandbox-etcd", "sandbox-apiserver")
 	const outage = 20 * time.Second
@@ -598,8 +605,12 @@ func TestFaultSandboxEtcdOutage(t *testing.T) {
 	}()
 	t.Cleanup(plain.Stop)
 
+	stopCalled := time.Now()
 	localUpT(t, 2*time.Minute, "stop-sandbox-etcd")
 	down := time.Now()
+	// etcd closes its client port at once on SIGTERM but may take seconds to exit: the server
+	// sees the outage from the start of that.
+	fig.set("etcd_stop_took_seconds", seconds(down.Sub(stopCalled)))
 
 	// Requests during the outage. Short ones (8 s client timeout) are made one after the other
 	// while they can end before etcd returns: all of them must fail cleanly. Long ones (40 s) are
@@ -664,20 +675,47 @@ func TestFaultSandboxEtcdOutage(t *testing.T) {
 		})
 	}
 
-	time.Sleep(time.Until(down.Add(outage))) // the outage itself
+	// Meanwhile, HTTP requests without retries of each kind, one round after the other, and the
+	// server's /readyz after each round, until a second before etcd returns.
+	call := rawCaller(t, ns)
+	var raw []rawCall
+	var readyz []readyzCheck
+	for i := 0; time.Since(down) < outage-time.Second; i++ {
+		for _, kind := range rawKinds {
+			raw = append(raw, call(kind, i, down))
+		}
+		readyz = append(readyz, checkReadyz(t))
+		time.Sleep(100 * time.Millisecond) // the pace of the rounds: about a hundred in the outage
+	}
+
+	time.Sleep(time.Until(down.Add(outage))) // the rest of the outage
+	startCalled := time.Now()
 	localUpT(t, 2*time.Minute, "start-sandbox-etcd")
 	up := time.Now()
 	fig.set("etcd_stopped_seconds", seconds(up.Sub(down)))
+	fig.set("etcd_start_took_seconds", seconds(up.Sub(startCalled)))
 
-	// The server reconnects to etcd by itself.
-	eventually(t, 2*time.Minute, "sandbox-apiserver to answer again", func() (bool, string) {
-		_, err := shortClient.AgentsV1beta1().Sandboxes(ns).Get(ctx, "before", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
+	// The server serves again by itself, within 2 s of etcd's return (of local-up.sh's start
+	// returning: etcd answered its health check).
+	var back, readyzBack time.Duration
+	for back == 0 || readyzBack == 0 {
+		if back == 0 && call("get sandbox", 0, down).Status == 200 && call("list sandboxes", 0, down).Status == 200 {
+			back = time.Since(up)
 		}
-		return true, ""
-	})
-	fig.set("api_back_after_etcd_start_seconds", seconds(time.Since(up)))
+		if readyzBack == 0 && checkReadyz(t).Status == 200 {
+			readyzBack = time.Since(up)
+		}
+		if time.Since(up) > time.Minute {
+			t.Fatalf("sandbox-apiserver does not serve again a minute after etcd's return (API back: %v, /readyz back: %v)", back > 0, readyzBack > 0)
+		}
+		time.Sleep(50 * time.Millisecond) // the pace of the checks, well under the 2 s allowed
+	}
+	fig.set("api_back_after_etcd_start_seconds", hundredths(back))
+	fig.set("readyz_back_after_etcd_start_seconds", hundredths(readyzBack))
+	if back > 2*time.Second {
+		t.Errorf("sandbox-apiserver served again %s after etcd's return, want within 2s", back)
+	}
+	checkRawCalls(t, fig, raw, readyz, down)
 	wg.Wait()
 	fig.set("requests_during_outage", probes)
 
@@ -745,6 +783,169 @@ func TestFaultSandboxEtcdOutage(t *testing.T) {
 		}
 	}
 	fig.set("failed_creates_stored_later", stored)
+}
+
+// rawCall is one request of TestFaultSandboxEtcdOutage made over plain HTTP, so that no client
+// retries hide what the servers answer.
+type rawCall struct {
+	Kind       string  `json:"kind"`
+	Start      float64 `json:"start_seconds"` // after the outage began
+	Took       float64 `json:"took_seconds"`
+	Status     int     `json:"status,omitempty"`
+	RetryAfter string  `json:"retry_after,omitempty"`
+	Error      string  `json:"error,omitempty"` // no answer: a reset stream, a timeout
+	start, end time.Time
+}
+
+// rawKinds are the requests rawCaller makes, in the order of a round.
+var rawKinds = []string{"list sandboxes", "get sandbox", "create sandbox", "patch claim"}
+
+// rawCaller returns a function that makes one request of a kind (i numbers the created
+// Sandboxes) through kube-apiserver as the admin, with an 8 s timeout.
+func rawCaller(t *testing.T, ns string) func(kind string, i int, down time.Time) rawCall {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient.Timeout = 8 * time.Second
+	sandboxes := cfg.Host + "/apis/agents.x-k8s.io/v1beta1/namespaces/" + ns + "/sandboxes"
+	claims := cfg.Host + "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/" + ns + "/sandboxclaims"
+	return func(kind string, i int, down time.Time) rawCall {
+		method, url, body, contentType := http.MethodGet, sandboxes, "", ""
+		switch kind {
+		case "get sandbox":
+			url = sandboxes + "/before"
+		case "create sandbox":
+			method, contentType = http.MethodPost, "application/json"
+			body = fmt.Sprintf(`{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":"raw-%d"},`+
+				`"spec":{"podTemplate":{"spec":{"containers":[{"name":"agent","image":"ghcr.io/example/agent:latest"}]}}}}`, i)
+		case "patch claim":
+			method, url, contentType = http.MethodPatch, claims+"/claim-before", "application/merge-patch+json"
+			body = fmt.Sprintf(`{"metadata":{"annotations":{"e2e/raw":"%d"}}}`, i)
+		}
+		c := rawCall{Kind: kind, start: time.Now()}
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := httpClient.Do(req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			c.Status, c.RetryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+		}
+		if err != nil {
+			c.Error = err.Error()
+		}
+		c.end = time.Now()
+		c.Start, c.Took = hundredths(c.start.Sub(down)), hundredths(c.end.Sub(c.start))
+		return c
+	}
+}
+
+// readyzCheck is one look at sandbox-apiserver's /readyz?verbose.
+type readyzCheck struct {
+	Status      int
+	EtcdFailing bool // the answer lists the etcd check as failed
+	end         time.Time
+}
+
+// checkReadyz asks sandbox-apiserver itself (not through kube-apiserver) for /readyz?verbose,
+// anonymously as a kubelet's probe does.
+func checkReadyz(t *testing.T) readyzCheck {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(readFile(t, filepath.Join(certsDir, "ca.crt"))) {
+		t.Fatal("no certificate in the local plane's ca.crt")
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get("https://" + sandboxAPIServerURL() + "/readyz?verbose")
+	if err != nil {
+		return readyzCheck{end: time.Now()}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return readyzCheck{Status: resp.StatusCode, EtcdFailing: strings.Contains(string(body), "[-]etcd failed"), end: time.Now()}
+}
+
+// checkRawCalls checks the HTTP requests and /readyz looks of TestFaultSandboxEtcdOutage made while
+// etcd was down: the first 503 within 1 s of the stop, every request answered with a 5xx within
+// 1 s, every one after the first 503 with 503 and a Retry-After, and /readyz failing its etcd check
+// from then on.
+func checkRawCalls(t *testing.T, fig *figures, raw []rawCall, readyz []readyzCheck, down time.Time) {
+	t.Helper()
+	fig.set("raw_requests_during_outage", len(raw))
+	var first503 time.Time
+	for _, c := range raw {
+		if c.Status == http.StatusServiceUnavailable && (first503.IsZero() || c.end.Before(first503)) {
+			first503 = c.end
+		}
+	}
+	if first503.IsZero() {
+		t.Errorf("no 503 during the etcd outage in %d requests", len(raw))
+		return
+	}
+	fig.set("first_503_after_etcd_stop_seconds", hundredths(first503.Sub(down)))
+	if first503.Sub(down) > time.Second {
+		t.Errorf("the first 503 came %s after etcd stopped, want within 1s", first503.Sub(down))
+	}
+	var slowest time.Duration
+	statuses := map[string]int{}
+	for _, c := range raw {
+		took := c.end.Sub(c.start)
+		slowest = max(slowest, took)
+		what := fmt.Sprintf("%s %.2fs into the etcd outage", c.Kind, c.Start)
+		switch {
+		case c.Error != "":
+			statuses["no answer: "+streamID.ReplaceAllString(c.Error, "stream ID N")]++
+			t.Errorf("%s: %s, want a 503", what, c.Error)
+			continue
+		case took > time.Second:
+			t.Errorf("%s: answered %d after %s, want within 1s", what, c.Status, took)
+		case c.start.After(first503) && (c.Status != http.StatusServiceUnavailable || c.RetryAfter == ""):
+			t.Errorf("%s: %d (Retry-After %q), want 503 with a Retry-After", what, c.Status, c.RetryAfter)
+		case c.Status < 500:
+			t.Errorf("%s: %d, want a 5xx", what, c.Status)
+		}
+		statuses[strconv.Itoa(c.Status)]++
+	}
+	fig.set("raw_requests_by_status", statuses)
+	fig.set("raw_request_slowest_seconds", hundredths(slowest))
+
+	var readyzFailing time.Time
+	looks := 0
+	for _, r := range readyz {
+		if r.end.Before(first503) {
+			continue
+		}
+		looks++
+		if r.Status == http.StatusOK || !r.EtcdFailing {
+			t.Errorf("/readyz %.2fs into the etcd outage: %d (etcd check failed: %v), want a failure of check etcd",
+				r.end.Sub(down).Seconds(), r.Status, r.EtcdFailing)
+		} else if readyzFailing.IsZero() {
+			readyzFailing = r.end
+		}
+	}
+	if looks == 0 {
+		t.Error("no look at /readyz during the etcd outage")
+	}
+	if !readyzFailing.IsZero() {
+		fig.set("readyz_failing_after_etcd_stop_seconds", hundredths(readyzFailing.Sub(down)))
+	}
+}
+
+// hundredths rounds d to hundredths of seconds, for the figures.
+func hundredths(d time.Duration) float64 {
+	return float64(d.Round(10*time.Millisecond)) / float64(time.Second)
 }
 
 // ourObjectUIDs returns kind/name -> UID of every object of the four kinds in ns.

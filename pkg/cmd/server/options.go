@@ -45,6 +45,8 @@ type Options struct {
 
 	// EtcdDataDir is where the embedded etcd keeps its data when no --etcd-servers are given.
 	EtcdDataDir string
+	// EtcdOutage is how the server behaves while its etcd is unreachable.
+	EtcdOutage *EtcdOutageOptions
 
 	// Controllers configure the controllers embedded in the server.
 	Controllers *manager.Options
@@ -58,6 +60,7 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
 		ServerRun:          genericoptions.NewServerRunOptions(),
 		EtcdDataDir:        "_output/sandbox-etcd",
+		EtcdOutage:         NewEtcdOutageOptions(),
 		Controllers:        manager.NewOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
@@ -79,12 +82,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ServerRun.AddUniversalFlags(fs)
 	fs.StringVar(&o.EtcdDataDir, "etcd-data-dir", o.EtcdDataDir,
 		"Data directory of the embedded etcd started when --etcd-servers is empty.")
+	o.EtcdOutage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
 }
 
 // Validate reports every invalid option.
 func (o *Options) Validate() error {
 	errs := append(o.RecommendedOptions.Validate(), o.ServerRun.Validate()...)
+	errs = append(errs, o.EtcdOutage.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -141,11 +146,13 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	if config.ClientConfig != nil {
 		config.ClientConfig.QPS, config.ClientConfig.Burst = coreAPIQPS, coreAPIBurst
 	}
+	probe := o.EtcdOutage.ApplyToStorage(o.RecommendedOptions.Etcd)
 	recommended := *o.RecommendedOptions
 	recommended.CoreAPI = nil
 	if err := recommended.ApplyTo(config); err != nil {
 		return nil, err
 	}
+	o.EtcdOutage.ApplyTo(config, o.RecommendedOptions.Etcd, probe)
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
 	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers}).Complete().New()
 }

@@ -16,7 +16,6 @@ package claimbinding
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"path"
@@ -26,9 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clienttransport "go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,6 +47,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
 )
 
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
@@ -160,20 +158,12 @@ func newResource(c *storagebackend.ConfigForResource, strategy ResetFieldsUpdate
 
 // newEtcdClient connects to the etcd of t as the registries' storage does.
 func newEtcdClient(t storagebackend.TransportConfig) (*clientv3.Client, error) {
-	var tlsConfig *tls.Config
-	if t.CertFile != "" || t.KeyFile != "" || t.TrustedCAFile != "" {
-		info := clienttransport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile}
-		var err error
-		if tlsConfig, err = info.ClientConfig(); err != nil {
-			return nil, err
-		}
+	cfg, err := etcdclient.Config(t)
+	if err != nil {
+		return nil, err
 	}
-	return clientv3.New(clientv3.Config{
-		Endpoints:   t.ServerList,
-		TLS:         tlsConfig,
-		DialTimeout: 20 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cfg.DialTimeout = 20 * time.Second
+	return clientv3.New(cfg)
 }
 
 // SetOpenAPI builds the field managers from the OpenAPI models of both groups, as the API

@@ -44,6 +44,13 @@ type Server struct {
 // it is ready and stops it when the test ends.
 func StartServer(t testing.TB, dataDir string) *Server {
 	t.Helper()
+	return StartServerWith(t, dataDir, nil)
+}
+
+// StartServerWith is StartServer with the options changed by modify (when not nil) before the
+// server is built, for example to use an etcd the test runs itself.
+func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options)) *Server {
+	t.Helper()
 	o := server.NewOptions()
 	o.EtcdDataDir = dataDir
 	o.RecommendedOptions.Authentication = nil
@@ -59,6 +66,9 @@ func StartServer(t testing.TB, dataDir string) *Server {
 	o.RecommendedOptions.SecureServing.Listener = listener
 	o.RecommendedOptions.SecureServing.BindPort = listener.Addr().(*net.TCPAddr).Port
 	o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = t.TempDir()
+	if modify != nil {
+		modify(o)
+	}
 
 	srv, cleanup, err := o.Prepare()
 	if err != nil {

@@ -8,17 +8,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
 )
 
@@ -49,7 +46,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		TableConvertor: tableConvertor,
 	}
 	if wrapStorage != nil {
-		optsGetter = wrappedStorageGetter{RESTOptionsGetter: optsGetter, wrap: wrapStorage}
+		optsGetter = storagewrap.Getter(optsGetter, wrapStorage)
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
@@ -58,30 +55,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		SandboxClaim: base.NewREST(store, "sandboxclaim"),
 		Status:       status.NewREST(store, statusStrategy),
 	}, nil
-}
-
-// wrappedStorageGetter wraps the storage its decorator makes, so that the store is complete
-// with it before it starts using its storage.
-type wrappedStorageGetter struct {
-	generic.RESTOptionsGetter
-	wrap func(storage.Interface) storage.Interface
-}
-
-func (g wrappedStorageGetter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
-	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
-	if err != nil {
-		return opts, err
-	}
-	decorate := opts.Decorator
-	opts.Decorator = func(config *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
-		newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, trigger storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
-		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrs, trigger, indexers)
-		if err != nil {
-			return nil, nil, err
-		}
-		return g.wrap(s), destroy, nil
-	}
-	return opts, nil
 }
 
 var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
