@@ -3,7 +3,8 @@
 
 // Package sandboxwarmpool is the SandboxWarmPool controller: it keeps spec.replicas Sandboxes made
 // from the pool's template ready for claims to adopt, replaces members that are stale (under the
-// Recreate strategy) or stuck not Ready, adopts fit orphans, and reports the pool's status.
+// Recreate strategy) or stuck not Ready, and reports the pool's status. It never takes over a
+// Sandbox it did not make: an unowned Sandbox with the pool's labels is not a member.
 //
 // A member is a Sandbox in the pool's namespace labelled agents.x-k8s.io/warm-pool-sandbox with
 // the hash of the pool's name and controlled by the pool. A claim that adopts a member strips the
