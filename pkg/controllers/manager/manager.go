@@ -202,6 +202,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Client:          client,
 			Claims:          ours.Extensions().V1beta1().SandboxClaims(),
 			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
+			WarmPools:       ours.Extensions().V1beta1().SandboxWarmPools(),
 			Sandboxes:       ours.Agents().V1beta1().Sandboxes(),
 			Events:          recorder,
 			Workers:         o.ClaimWorkers,
@@ -266,11 +267,13 @@ func (s *standbyBinding) start(ctx context.Context) {
 	// Only warm-pool members can be bound: a member leaves this cache when a claim takes it.
 	members := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0,
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel }))
+	// Templates and pools: few, all cached.
 	templates := externalversions.NewSharedInformerFactory(s.client, 0)
 	recorder, stopEvents := newEventRecorder(ctx, s.kube)
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
 		Sandboxes: members.Agents().V1beta1().Sandboxes(),
 		Templates: templates.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: templates.Extensions().V1beta1().SandboxWarmPools(),
 		Events:    recorder,
 	})
 	if err != nil {

@@ -114,11 +114,6 @@ func TestAdoptCandidates(t *testing.T) {
 			wantAdopt: "m1", wantQueued: []string{"m2"},
 		},
 		{
-			name:      "default takes a member controlled by nobody",
-			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", "")},
-			wantAdopt: "m1",
-		},
-		{
 			name:      "a named pool takes only its own members; the others stay queued",
 			policy:    ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool)),
 			queued:    []*agentsv1beta1.Sandbox{warmMember("o1", otherPool), warmMember("m1", testPool), warmMember("o2", otherPool)},

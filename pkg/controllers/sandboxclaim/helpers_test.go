@@ -234,6 +234,18 @@ func withRV(rv string) func(*agentsv1beta1.Sandbox) {
 	return func(sb *agentsv1beta1.Sandbox) { sb.ResourceVersion = rv }
 }
 
+// testPools are the warm pools the tests' members belong to, as their controller references
+// name them (poolOwnerRef).
+func testPools() []*extensionsv1beta1.SandboxWarmPool {
+	var out []*extensionsv1beta1.SandboxWarmPool
+	for _, name := range []string{testPool, "other-pool"} {
+		ref := poolOwnerRef(name)
+		out = append(out, &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: ref.UID},
+			Spec: extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: testTemplate}}})
+	}
+	return out
+}
+
 // unofferable are members of the test pool that no claim of the test template in testNS may take,
 // each with what rules it out; the adoption and the binding at create both check them.
 func unofferable() []struct {
@@ -251,6 +263,21 @@ func unofferable() []struct {
 		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
 			sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
 		})},
+		// A Sandbox someone dressed up as a member: the labels, but not made by the pool.
+		{"controlled by nobody", warmMember("m1", "")},
+		{"controlled by another kind", warmMember("m1", testPool, withOwner(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment",
+			Name: testPool, UID: poolOwnerRef(testPool).UID, Controller: ptr.To(true)}))},
+		{"controlled by a pool of another group", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].APIVersion = "example.com/v1"
+		})},
+		{"only a non-controller owner reference to the pool", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].Controller = nil
+		})},
+		{"controlled by another pool than its label names", warmMember("m1", testPool, withOwner(poolOwnerRef("other-pool")))},
+		{"controlled by a pool of its label's name but another UID (forged, or a deleted pool)", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].UID = "forged-uid"
+		})},
+		{"controlled by a pool that does not exist", warmMember("m1", "gone-pool")},
 	}
 }
 
@@ -323,12 +350,16 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Client:    f.client,
 		Claims:    f.inf.Extensions().V1beta1().SandboxClaims(),
 		Templates: f.inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: f.inf.Extensions().V1beta1().SandboxWarmPools(),
 		Sandboxes: f.inf.Agents().V1beta1().Sandboxes(),
 		Events:    f.recorder,
 		Workers:   1,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	for _, p := range testPools() {
+		f.must(f.inf.Extensions().V1beta1().SandboxWarmPools().Informer().GetIndexer().Add(p))
 	}
 	c.now = func() time.Time { return testNow }
 	f.queue = &queueSpy{TypedRateLimitingInterface: c.loop.Queue, after: map[string]time.Duration{}}

@@ -28,6 +28,7 @@ import (
 type warmChooser struct {
 	warm      *warmqueue.Queue
 	templates extlisters.SandboxTemplateLister
+	pools     extlisters.SandboxWarmPoolLister
 	sandboxes agentslisters.SandboxLister
 	synced    []cache.InformerSynced
 	events    record.EventRecorder
@@ -39,7 +40,7 @@ type warmChooser struct {
 
 // chooser is the controller's warmChooser, on its current caches and clock.
 func (c *Controller) chooser() warmChooser {
-	return warmChooser{warm: c.warm, templates: c.templates, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
+	return warmChooser{warm: c.warm, templates: c.templates, pools: c.pools, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
 }
 
 // track keeps sb in the warm queue while a claim may adopt it.
@@ -112,7 +113,22 @@ func (w warmChooser) next(bucket warmqueue.Bucket, accept func(string) bool) (ke
 		// Changed since it was queued (the cache is ahead of the queue's handler).
 		return key, nil, true
 	}
+	if !w.madeByPool(sb) {
+		return key, nil, true
+	}
 	return key, sb, true
+}
+
+// madeByPool says whether the pool that controls sb, by its controller reference, is the pool of
+// that name in the cache (same UID): a claim is handed only a member the pool controller made for
+// that pool, never a Sandbox someone dressed up as one.
+func (w warmChooser) madeByPool(sb *agentsv1beta1.Sandbox) bool {
+	ref := poolRef(sb)
+	if ref == nil {
+		return false
+	}
+	pool, err := w.pools.SandboxWarmPools(sb.Namespace).Get(ref.Name)
+	return err == nil && pool.UID == ref.UID
 }
 
 // offer hands the claim's candidates in bucket to try, one at a time, until try takes one: at most
@@ -165,6 +181,7 @@ type Standby struct {
 type StandbyConfig struct {
 	Sandboxes agentsinformers.SandboxInformer
 	Templates extinformers.SandboxTemplateInformer
+	WarmPools extinformers.SandboxWarmPoolInformer
 	Events    record.EventRecorder
 }
 
@@ -173,8 +190,9 @@ func NewStandby(c StandbyConfig) (*Standby, error) {
 	s := &Standby{warmChooser{
 		warm:      warmqueue.New(),
 		templates: c.Templates.Lister(),
+		pools:     c.WarmPools.Lister(),
 		sandboxes: c.Sandboxes.Lister(),
-		synced:    []cache.InformerSynced{c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced},
+		synced:    []cache.InformerSynced{c.Templates.Informer().HasSynced, c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced},
 		events:    c.Events,
 		now:       time.Now,
 		spread:    true,
