@@ -143,7 +143,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	// The templates' NetworkPolicies carry the template-ref hash label.
 	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
-	// Namespaces are few; the namespace cleanup watches them all.
+	// Namespaces are few; the namespace cleanup and the sandbox controller watch them all.
 	cluster := informers.NewSharedInformerFactory(kube, 0)
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
@@ -156,6 +156,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Kube:          kube,
 			Client:        client,
 			Sandboxes:     ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:    cluster.Core().V1().Namespaces(),
 			Pods:          children.Core().V1().Pods(),
 			Services:      children.Core().V1().Services(),
 			PVCs:          children.Core().V1().PersistentVolumeClaims(),

@@ -308,6 +308,7 @@ func newFixture(t *testing.T, w world) *fixture {
 		Kube:          f.kube,
 		Client:        f.client,
 		Sandboxes:     f.agentInf.Agents().V1beta1().Sandboxes(),
+		Namespaces:    f.kubeInf.Core().V1().Namespaces(),
 		Pods:          f.kubeInf.Core().V1().Pods(),
 		Services:      f.kubeInf.Core().V1().Services(),
 		PVCs:          f.kubeInf.Core().V1().PersistentVolumeClaims(),
@@ -348,6 +349,8 @@ func (f *fixture) indexerFor(o runtime.Object) cache.Indexer {
 		return f.kubeInf.Core().V1().Services().Informer().GetIndexer()
 	case *corev1.PersistentVolumeClaim:
 		return f.kubeInf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	case *corev1.Namespace:
+		return f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", o)
 	return nil

@@ -244,6 +244,19 @@ func TestSyncPod(t *testing.T) {
 			steady:     true,
 		},
 		{
+			name:       "a Sandbox left by an earlier namespace of this name: nothing made, nothing written",
+			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "old-namespace-uid")),
+			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "new-namespace-uid"}}},
+			wantWrites: nil,
+		},
+		{
+			name:       "a Sandbox of the namespace it names by UID is served",
+			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "namespace-uid")),
+			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "namespace-uid"}}},
+			wantWrites: []string{"create pods", "update sandboxes/status"},
+			wantEvents: []string{"Normal PodCreated Created pod sb"},
+		},
+		{
 			name:       "suspended with an unowned pod of the wanted name: the pod is not deleted",
 			sandbox:    newSandbox(withReplicas(0)),
 			cached:     []runtime.Object{newPod(testName, unowned, readyPod("10.0.0.5"))},

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
 
@@ -38,6 +39,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
+	}
+	if ns, err := c.namespaces.Get(namespace); err == nil && namespaceuid.Stale(cached, ns) {
+		// Left by an earlier namespace of this name: nothing is made for it in the new one;
+		// namespacecleanup deletes it.
+		return nil
 	}
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.
