@@ -407,3 +407,29 @@ func TestNamespaceRecreatedWhileServerAway(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimReportsPodQuota (item 5, the controller side): a claim whose pod a pod ResourceQuota
+// refuses says so: its sandbox, and the claim mirroring it, are Ready=False PodCreationForbidden
+// with the cluster's "exceeded quota" message.
+func TestClaimReportsPodQuota(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	tenant := "tenant-" + randSuffix(5)
+	grantTenant(t, ns, tenant)
+	waitCanI(t, "create", "sandboxclaims.extensions.agents.x-k8s.io", "-n", ns, "--as="+tenant)
+	applyYAML(t, ns, tenancyTemplates+`---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: no-pods}
+spec:
+  hard: {pods: "0"}
+`)
+	// Enforced once the quota controller has computed its usage.
+	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.used.pods}=0", "resourcequota/no-pods", "--timeout=60s")
+	kubectlAsStdin(t, "", fmt.Sprintf(faultClaim, "over", "plain"), "create", "-n", ns, "-f", "-", "--as="+tenant)
+	for _, ref := range []string{"sandbox/over", "sandboxclaim/over"} {
+		kubectl(t, "wait", "-n", ns, `--for=jsonpath={.status.conditions[?(@.type=="Ready")].reason}=PodCreationForbidden`, ref, "--timeout=60s")
+		msg := kubectl(t, "get", "-n", ns, ref, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+		expectContains(t, ref+" Ready message", msg, "exceeded quota", "no-pods")
+	}
+}
