@@ -143,7 +143,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	// The templates' NetworkPolicies carry the template-ref hash label.
 	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
-	// Namespaces are few; the namespace cleanup and the sandbox controller watch them all.
+	// Namespaces are few; the namespace cleanup and the other controllers watch them all.
 	cluster := informers.NewSharedInformerFactory(kube, 0)
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
@@ -189,6 +189,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Pools:        ours.Extensions().V1beta1().SandboxWarmPools(),
 			Templates:    ours.Extensions().V1beta1().SandboxTemplates(),
 			Sandboxes:    ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:   cluster.Core().V1().Namespaces(),
 			Events:       recorder,
 			Workers:      o.WarmPoolWorkers,
 			MaxBatchSize: o.WarmPoolMaxBatchSize,
@@ -205,6 +206,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
 			WarmPools:       ours.Extensions().V1beta1().SandboxWarmPools(),
 			Sandboxes:       ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:      cluster.Core().V1().Namespaces(),
 			Events:          recorder,
 			Workers:         o.ClaimWorkers,
 			SharedRevisions: sharedRevisions,

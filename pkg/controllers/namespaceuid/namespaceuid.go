@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 )
@@ -27,4 +28,19 @@ func Of(obj metav1.Object) types.UID {
 func Stale(obj metav1.Object, ns *corev1.Namespace) bool {
 	recorded := Of(obj)
 	return recorded != "" && recorded != ns.UID
+}
+
+// StaleIn says whether obj was made in an earlier namespace of the same name as the one the
+// cache holds: a controller makes nothing for it (namespacecleanup deletes it). An object whose
+// namespace the cache does not hold yet is not known to be stale.
+func StaleIn(namespaces corelisters.NamespaceLister, obj metav1.Object) bool {
+	ns, err := namespaces.Get(obj.GetNamespace())
+	return err == nil && Stale(obj, ns)
+}
+
+// SameNamespace says whether a and b were made in the same namespace, as far as their records
+// tell: it is false only when both record a namespace UID and the two differ.
+func SameNamespace(a, b metav1.Object) bool {
+	ua, ub := Of(a), Of(b)
+	return ua == "" || ub == "" || ua == ub
 }

@@ -40,7 +40,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if ns, err := c.namespaces.Get(namespace); err == nil && namespaceuid.Stale(cached, ns) {
+	if namespaceuid.StaleIn(c.namespaces, cached) {
 		// Left by an earlier namespace of this name: nothing is made for it in the new one;
 		// namespacecleanup deletes it.
 		return nil

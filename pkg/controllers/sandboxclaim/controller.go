@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -69,6 +71,7 @@ type Controller struct {
 	claimIndex      cache.Indexer
 	templates       extlisters.SandboxTemplateLister
 	pools           extlisters.SandboxWarmPoolLister
+	namespaces      corelisters.NamespaceLister
 	sandboxes       agentslisters.SandboxLister
 	sandboxIndex    cache.Indexer
 	sharedRevisions bool
@@ -85,8 +88,10 @@ type Config struct {
 	// WarmPools tell which pool made a warm member: a claim takes only those.
 	WarmPools extinformers.SandboxWarmPoolInformer
 	Sandboxes agentsinformers.SandboxInformer
-	Events    record.EventRecorder
-	Workers   int
+	// Namespaces tell a claim of an earlier namespace of the same name, which is not served.
+	Namespaces coreinformers.NamespaceInformer
+	Events     record.EventRecorder
+	Workers    int
 	// SharedRevisions says claims and sandboxes are kept in one etcd, so that their
 	// resourceVersions compare and the sandbox cache can tell whether it has caught up with a
 	// claim.
@@ -105,6 +110,7 @@ func New(c Config) (*Controller, error) {
 		claimIndex:      c.Claims.Informer().GetIndexer(),
 		templates:       c.Templates.Lister(),
 		pools:           c.WarmPools.Lister(),
+		namespaces:      c.Namespaces.Lister(),
 		sandboxes:       c.Sandboxes.Lister(),
 		sandboxIndex:    c.Sandboxes.Informer().GetIndexer(),
 		sharedRevisions: c.SharedRevisions,
@@ -114,7 +120,7 @@ func New(c Config) (*Controller, error) {
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced,
-		c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced}
+		c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
 
 	if err := c.Claims.Informer().AddIndexers(cache.Indexers{byTemplate: func(obj any) ([]string, error) {
 		claim := obj.(*extensionsv1beta1.SandboxClaim)

@@ -19,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -334,6 +337,8 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	queue    *queueSpy
 	c        *Controller
+	// namespaces is the cluster's namespace cache, empty unless a test fills it.
+	namespaces cache.Indexer
 }
 
 // newFixture builds the controller and puts objs into both the fake cluster and the caches.
@@ -346,14 +351,17 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		recorder: record.NewFakeRecorder(100),
 	}
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
+	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
+	f.namespaces = namespaces.Informer().GetIndexer()
 	c, err := New(Config{
-		Client:    f.client,
-		Claims:    f.inf.Extensions().V1beta1().SandboxClaims(),
-		Templates: f.inf.Extensions().V1beta1().SandboxTemplates(),
-		WarmPools: f.inf.Extensions().V1beta1().SandboxWarmPools(),
-		Sandboxes: f.inf.Agents().V1beta1().Sandboxes(),
-		Events:    f.recorder,
-		Workers:   1,
+		Client:     f.client,
+		Claims:     f.inf.Extensions().V1beta1().SandboxClaims(),
+		Templates:  f.inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools:  f.inf.Extensions().V1beta1().SandboxWarmPools(),
+		Sandboxes:  f.inf.Agents().V1beta1().Sandboxes(),
+		Namespaces: namespaces,
+		Events:     f.recorder,
+		Workers:    1,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -15,6 +15,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
@@ -70,18 +71,20 @@ func (w warmChooser) untrack(obj any) *agentsv1beta1.Sandbox {
 // spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
 const spreadCandidates = 8
 
-// bucket is where the claim's candidates wait, and accept, when not nil, picks those of the
-// one pool the claim names.
+// bucket is where the claim's candidates wait, and accept picks those made in the claim's
+// namespace (not an earlier one of the same name, by the namespace UIDs they record) and, under a
+// named pool policy, those of that pool.
 func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
 	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
-	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
-		return bucket, nil
-	}
 	poolHash := naming.NameHash(string(policy))
 	return bucket, func(key string) bool {
 		_, name, _ := splitKey(key)
 		sb, err := w.sandboxes.Sandboxes(claim.Namespace).Get(name)
-		return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
+		if err != nil {
+			return true // gone since it was queued: next drops the key
+		}
+		return namespaceuid.SameNamespace(sb, claim) &&
+			(policy == extensionsv1beta1.WarmPoolPolicyDefault || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash)
 	}
 }
 

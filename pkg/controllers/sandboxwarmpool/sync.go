@@ -25,6 +25,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
@@ -54,6 +55,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if pool.DeletionTimestamp != nil {
 		return c.finalize(ctx, key, pool)
+	}
+	if namespaceuid.StaleIn(c.namespaces, pool) {
+		return nil // left by an earlier namespace of this name: namespacecleanup deletes it
 	}
 	if !slices.Contains(pool.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.

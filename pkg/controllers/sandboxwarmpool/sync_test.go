@@ -18,7 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -42,6 +45,8 @@ type fixture struct {
 	clock  *clocktesting.FakePassiveClock
 	ctrl   *Controller
 	inf    externalversions.SharedInformerFactory
+	// namespaces is the cluster's namespace cache, empty unless a test fills it.
+	namespaces cache.Indexer
 
 	mu          sync.Mutex
 	requeued    map[string]time.Duration
@@ -92,11 +97,14 @@ func newFixture(t *testing.T, maxBatch int, objs ...runtime.Object) *fixture {
 		return false, nil, nil
 	})
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
+	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
+	f.namespaces = namespaces.Informer().GetIndexer()
 	ctrl, err := New(Config{
 		Client:       f.client,
 		Pools:        f.inf.Extensions().V1beta1().SandboxWarmPools(),
 		Templates:    f.inf.Extensions().V1beta1().SandboxTemplates(),
 		Sandboxes:    f.inf.Agents().V1beta1().Sandboxes(),
+		Namespaces:   namespaces,
 		Events:       f.events,
 		Workers:      1,
 		MaxBatchSize: maxBatch,
@@ -915,6 +923,42 @@ func TestEventHandlersQueuePools(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPoolOfAnEarlierNamespaceMakesNothing: a pool recorded with the UID of an earlier namespace
+// of its name (deleted and created again while the server was away) makes no members in the new
+// one; namespacecleanup deletes it.
+func TestPoolOfAnEarlierNamespaceMakesNothing(t *testing.T) {
+	tmpl := newTemplate("tmpl", "img:v1")
+	for _, tc := range []struct {
+		name        string
+		recorded    string
+		wantCreates int
+	}{
+		{name: "recorded with the namespace's UID: members made", recorded: "ns-uid-now", wantCreates: 2},
+		{name: "recorded with an earlier namespace's UID: nothing made", recorded: "ns-uid-before"},
+		{name: "recorded with none (made before UIDs were recorded): members made", wantCreates: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := newPool("pool", "tmpl", 2, extensionsv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType)
+			if tc.recorded != "" {
+				pool.Annotations = map[string]string{agentsv1beta1.NamespaceUIDAnnotation: tc.recorded}
+			}
+			f := newFixture(t, 0, pool, tmpl)
+			if err := f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "ns-uid-now"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.sync(ns + "/pool"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.count("create", "sandboxes"); got != tc.wantCreates {
+				t.Errorf("creates = %d, want %d; writes %v", got, tc.wantCreates, f.writes())
+			}
+			if tc.wantCreates == 0 && len(f.writes()) != 0 {
+				t.Errorf("writes = %v, want none", f.writes())
 			}
 		})
 	}
