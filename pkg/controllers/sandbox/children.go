@@ -146,7 +146,8 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 		if ownership.Of(existing, sb.UID) != ownership.Owned {
 			return nil, c.conflict(sb, "Pod", existing)
 		}
-		return existing, nil
+		// Ours: its labels put back if someone took them (the cache sees only labelled pods).
+		return c.updatePodMetadata(ctx, sb, existing)
 	}
 	if err != nil {
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating pod %s: %v", pod.Name, err)

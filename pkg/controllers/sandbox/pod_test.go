@@ -292,6 +292,17 @@ func TestSyncPod(t *testing.T) {
 			wantStatus: runningStatus(),
 		},
 		{
+			name:       "create AlreadyExists: the Sandbox's own pod, its labels taken off (so uncached): labels put back, not made twice",
+			sandbox:    newSandbox(),
+			apiOnly:    []runtime.Object{newPod(testName, owned, podMeta(labels("x", "y"), nil))},
+			wantWrites: []string{"create pods", "update pods", "update sandboxes/status"},
+			wantConds:  []condSummary{notReadyPending},
+			check: func(t *testing.T, f *fixture) {
+				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, "x", "y"))
+			},
+		},
+		{
 			name:    "create AlreadyExists: an unowned, unlabelled pod is fetched and left as it is",
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo"), nil)),
 			apiOnly: []runtime.Object{newPod(testName, unowned, podMeta(nil, nil))},
