@@ -214,8 +214,16 @@ spec:
 		msg := kubectl(t, "get", "-n", ns, ref, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
 		expectContains(t, ref+" Ready message", msg, conflicts[ref], "left as it is")
 	}
-	events := kubectl(t, "get", "events", "-n", ns, "--field-selector=reason=OwnershipConflict", "-o", "jsonpath={.items[*].involvedObject.name}")
-	expectIncludes(t, "OwnershipConflict events", strings.ReplaceAll(events, " ", "\n"), "postgres-0", "db-0", "web", "notes", "cache")
+	eventually(t, waitTimeout, "an OwnershipConflict event for each sandbox", func() (bool, string) {
+		events := strings.Fields(kubectl(t, "get", "events", "-n", ns, "--field-selector=reason=OwnershipConflict",
+			"-o", "jsonpath={.items[*].involvedObject.name}"))
+		for _, name := range []string{"postgres-0", "db-0", "web", "notes", "cache"} {
+			if !slices.Contains(events, name) {
+				return false, fmt.Sprintf("events for %v", events)
+			}
+		}
+		return true, ""
+	})
 	expectUnchanged("while the sandboxes live")
 
 	kubectl(t, "delete", "-n", ns, "sandboxclaim/postgres-0", "sandboxclaim/db-0", "--as="+tenant, "--timeout=90s")
@@ -427,7 +435,8 @@ spec:
 	// Enforced once the quota controller has computed its usage.
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.used.pods}=0", "resourcequota/no-pods", "--timeout=60s")
 	kubectlAsStdin(t, "", fmt.Sprintf(faultClaim, "over", "plain"), "create", "-n", ns, "-f", "-", "--as="+tenant)
-	for _, ref := range []string{"sandbox/over", "sandboxclaim/over"} {
+	// The claim first: its sandbox exists once the claim reports it.
+	for _, ref := range []string{"sandboxclaim/over", "sandbox/over"} {
 		kubectl(t, "wait", "-n", ns, `--for=jsonpath={.status.conditions[?(@.type=="Ready")].reason}=PodCreationForbidden`, ref, "--timeout=60s")
 		msg := kubectl(t, "get", "-n", ns, ref, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
 		expectContains(t, ref+" Ready message", msg, "exceeded quota", "no-pods")
