@@ -442,3 +442,52 @@ spec:
 		expectContains(t, ref+" Ready message", msg, "exceeded quota", "no-pods")
 	}
 }
+
+// TestClaimGetsOnlyPoolMembers (attack 2, the controller side): an edit user's Sandbox dressed up
+// as a warm member (the pool and template-ref labels, no controller) is never handed to a tenant's
+// claim: the claim gets a cold sandbox of its own. A controller reference to the pool with a
+// made-up UID is refused the same way (unit tests; in a cluster the garbage collector removes such
+// a Sandbox). The API may refuse the marks outright; then the attack fails there.
+func TestClaimGetsOnlyPoolMembers(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	_, client := adminClients(t)
+	ctx := context.Background()
+	tenant, editor := "tenant-"+randSuffix(5), "editor-"+randSuffix(5)
+	grantTenant(t, ns, tenant)
+	bindClusterRole(t, ns, editor, "edit")
+	waitCanI(t, "create", "sandboxclaims.extensions.agents.x-k8s.io", "-n", ns, "--as="+tenant)
+	waitCanI(t, "create", "sandboxes.agents.x-k8s.io", "-n", ns, "--as="+editor)
+	// A pool of the template with no members: the only candidate is the dressed-up one.
+	applyYAML(t, ns, tenancyTemplates+"---\n"+fmt.Sprintf(faultPool, "pool", 0, "plain"))
+
+	_, stderr, err := kubectlWith(t, kubectlOptions{stdin: fmt.Sprintf(`apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: planted
+  labels: {agents.x-k8s.io/warm-pool-sandbox: "%s", agents.x-k8s.io/sandbox-template-ref-hash: "%s"}
+spec:
+  podTemplate: {spec: {containers: [{name: agent, image: ghcr.io/example/attacker:latest}]}}
+`, nameHash("pool"), nameHash("plain"))}, "create", "-n", ns, "-f", "-", "--as="+editor)
+	if err != nil {
+		// Refused at the API (403 or 422) is the attack failing too; anything else is not.
+		if low := strings.ToLower(stderr); !strings.Contains(low, "forbidden") && !strings.Contains(low, "invalid") {
+			t.Fatalf("creating the dressed-up sandbox failed otherwise: %v\n%s", err, stderr)
+		}
+		return
+	}
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/planted", "--timeout=90s")
+
+	kubectlAsStdin(t, "", fmt.Sprintf(faultClaim, "mine", "plain"), "create", "-n", ns, "-f", "-", "--as="+tenant)
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxclaim/mine", "--timeout=90s")
+	if got := jsonpath(t, ns, "{.status.sandbox.name}", "sandboxclaim", "mine"); got != "mine" {
+		t.Errorf("the claim got sandbox %q, want its own cold sandbox mine", got)
+	}
+	sb, err := client.AgentsV1beta1().Sandboxes(ns).Get(ctx, "planted", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(sb); ref != nil {
+		t.Errorf("sandbox planted is now controlled by %s %s", ref.Kind, ref.Name)
+	}
+}
