@@ -34,7 +34,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if !o.DefaultOffPlugins.Has("NamespaceLifecycle") {
 		t.Errorf("the generic NamespaceLifecycle is on by default next to %s", NamespaceLifecyclePluginName)
 	}
-	kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "here"}})
+	kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "here", UID: "here-uid"}})
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	plugin, err := o.Plugins.InitPlugin(NamespaceLifecyclePluginName, nil, initializer.New(kube, nil, factory, nil, nil, nil, nil, nil))
 	if err != nil {
@@ -79,6 +79,66 @@ func TestNamespaceLifecycle(t *testing.T) {
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("Admit: %v, want NotFound for the namespace", err)
+			}
+		})
+	}
+}
+
+// TestNamespaceUIDRecorded: the plugin records the namespace's UID on every object created, whatever
+// the request says, and keeps it on every update; a request can neither change nor add it.
+func TestNamespaceUIDRecorded(t *testing.T) {
+	o := genericoptions.NewAdmissionOptions()
+	UseNamespaceLifecycle(o)
+	// "fresh" is too new for the cache: only the cluster has it.
+	kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "here", UID: "here-uid"}})
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	plugin, err := o.Plugins.InitPlugin(NamespaceLifecyclePluginName, nil, initializer.New(kube, nil, factory, nil, nil, nil, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fresh", UID: "fresh-uid"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mutating := plugin.(admission.MutationInterface)
+	const key = agentsv1beta1.NamespaceUIDAnnotation
+	withUID := func(uid string) *agentsv1beta1.Sandbox {
+		sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "sb", Annotations: map[string]string{"keep": "me"}}}
+		if uid != "" {
+			sb.Annotations[key] = uid
+		}
+		return sb
+	}
+	cases := []struct {
+		name      string
+		namespace string
+		op        admission.Operation
+		obj, old  *agentsv1beta1.Sandbox
+		want      string
+	}{
+		{"create records the namespace's UID", "here", admission.Create, withUID(""), nil, "here-uid"},
+		{"create replaces a UID the request set", "here", admission.Create, withUID("forged"), nil, "here-uid"},
+		{"create in a namespace the cache has not seen asks the cluster", "fresh", admission.Create, withUID(""), nil, "fresh-uid"},
+		{"update keeps the recorded UID against a change", "here", admission.Update, withUID("forged"), withUID("old-uid"), "old-uid"},
+		{"update keeps the recorded UID against a removal", "here", admission.Update, withUID(""), withUID("old-uid"), "old-uid"},
+		{"update cannot add one to an object made before UIDs were recorded", "here", admission.Update, withUID("forged"), withUID(""), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.obj.Namespace = tc.namespace
+			attrs := admission.NewAttributesRecord(tc.obj, toObject(tc.old), agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox"),
+				tc.namespace, "sb", agentsv1beta1.SchemeGroupVersion.WithResource("sandboxes"), "", tc.op, nil, false, nil)
+			if err := mutating.Admit(ctx, attrs, nil); err != nil {
+				t.Fatalf("Admit: %v", err)
+			}
+			if got := tc.obj.Annotations[key]; got != tc.want {
+				t.Errorf("%s = %q, want %q", key, got, tc.want)
+			}
+			if tc.obj.Annotations["keep"] != "me" {
+				t.Errorf("other annotations changed: %v", tc.obj.Annotations)
 			}
 		})
 	}

@@ -93,7 +93,9 @@ spec:
 	if got := jsonpath(t, ns, "{.spec.clusterIP}", "service", "agent"); got != "None" {
 		t.Errorf("service clusterIP = %q, want None (headless)", got)
 	}
-	expectContains(t, "service selector", jsonpath(t, ns, "{.spec.selector}", "service", "agent"), agentsv1beta1.SandboxNameHashLabel)
+	// The Service selects the Sandbox's UID, which no other Sandbox shares (not the name hash).
+	uid := jsonpath(t, ns, "{.metadata.uid}", "sandbox", "agent")
+	expectContains(t, "service selector", jsonpath(t, ns, "{.spec.selector}", "service", "agent"), `"`+agentsv1beta1.SandboxUIDLabel+`":"`+uid+`"`)
 
 	// Deleting the Sandbox deletes its pod, Service and claim.
 	kubectl(t, "delete", "-n", ns, "sandbox/agent", "--timeout=90s")

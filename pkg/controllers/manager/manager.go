@@ -143,7 +143,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	// The templates' NetworkPolicies carry the template-ref hash label.
 	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
-	// Namespaces are few; the namespace cleanup watches them all.
+	// Namespaces are few; the namespace cleanup and the other controllers watch them all.
 	cluster := informers.NewSharedInformerFactory(kube, 0)
 	ours := externalversions.NewSharedInformerFactory(client, 0)
 
@@ -156,6 +156,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Kube:          kube,
 			Client:        client,
 			Sandboxes:     ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:    cluster.Core().V1().Namespaces(),
 			Pods:          children.Core().V1().Pods(),
 			Services:      children.Core().V1().Services(),
 			PVCs:          children.Core().V1().PersistentVolumeClaims(),
@@ -188,6 +189,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Pools:        ours.Extensions().V1beta1().SandboxWarmPools(),
 			Templates:    ours.Extensions().V1beta1().SandboxTemplates(),
 			Sandboxes:    ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:   cluster.Core().V1().Namespaces(),
 			Events:       recorder,
 			Workers:      o.WarmPoolWorkers,
 			MaxBatchSize: o.WarmPoolMaxBatchSize,
@@ -202,7 +204,9 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Client:          client,
 			Claims:          ours.Extensions().V1beta1().SandboxClaims(),
 			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
+			WarmPools:       ours.Extensions().V1beta1().SandboxWarmPools(),
 			Sandboxes:       ours.Agents().V1beta1().Sandboxes(),
+			Namespaces:      cluster.Core().V1().Namespaces(),
 			Events:          recorder,
 			Workers:         o.ClaimWorkers,
 			SharedRevisions: sharedRevisions,
@@ -266,11 +270,13 @@ func (s *standbyBinding) start(ctx context.Context) {
 	// Only warm-pool members can be bound: a member leaves this cache when a claim takes it.
 	members := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0,
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel }))
+	// Templates and pools: few, all cached.
 	templates := externalversions.NewSharedInformerFactory(s.client, 0)
 	recorder, stopEvents := newEventRecorder(ctx, s.kube)
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
 		Sandboxes: members.Agents().V1beta1().Sandboxes(),
 		Templates: templates.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: templates.Extensions().V1beta1().SandboxWarmPools(),
 		Events:    recorder,
 	})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package namespacecleanup is the controller that deletes this server's objects left in a
+// Package namespacecleanup is the controller that deletes this server's objects left behind by a
 // namespace that no longer exists in the cluster.
 //
 // The cluster's namespace controller deletes our objects with the rest of a namespace, but only
@@ -9,12 +9,18 @@
 // or finished while the aggregator's discovery was stale, is gone with our objects still stored
 // here. Nothing else would ever delete them, and the controllers would retry them forever: a
 // claim's Sandbox, a pool's members and a Sandbox's Pod can never be created there again.
+//
+// Namespaces are matched by UID, not name: a namespace deleted and created again while the server
+// was away is another namespace, perhaps another tenant's. Objects whose recorded namespace UID
+// (see package namespaceuid) is not the UID of the namespace of their name are deleted one by one;
+// the new namespace's own objects are not touched.
 package namespacecleanup
 
 import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -24,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
@@ -50,6 +57,8 @@ type kind struct {
 	// objects is the kind's informer cache, indexed by namespace.
 	objects  cache.Indexer
 	deleteIn func(ctx context.Context, namespace string) error
+	// deleteOne deletes exactly one object (UID precondition).
+	deleteOne func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
 // Config is what the controller needs from the process.
@@ -76,30 +85,42 @@ func New(c Config) (*Controller, error) {
 	ctrl.kinds = []kind{
 		{"sandboxclaims", c.Claims.Informer().GetIndexer(), func(ctx context.Context, ns string) error {
 			return ext.SandboxClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+		}, func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return ext.SandboxClaims(ns).Delete(ctx, name, opts)
 		}},
 		{"sandboxwarmpools", c.WarmPools.Informer().GetIndexer(), func(ctx context.Context, ns string) error {
 			return ext.SandboxWarmPools(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+		}, func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return ext.SandboxWarmPools(ns).Delete(ctx, name, opts)
 		}},
 		{"sandboxtemplates", c.Templates.Informer().GetIndexer(), func(ctx context.Context, ns string) error {
 			return ext.SandboxTemplates(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+		}, func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return ext.SandboxTemplates(ns).Delete(ctx, name, opts)
 		}},
 		{"sandboxes", c.Sandboxes.Informer().GetIndexer(), func(ctx context.Context, ns string) error {
 			return agents.Sandboxes(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all)
+		}, func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return agents.Sandboxes(ns).Delete(ctx, name, opts)
 		}},
 	}
 
+	queueName := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			ctrl.loop.Queue.Add(key)
+		}
+	}
+	// A namespace gone, or one (re)created: its name may hold objects of an older namespace.
 	if _, err := c.Namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				ctrl.loop.Queue.Add(key)
-			}
-		},
+		AddFunc:    queueName,
+		DeleteFunc: queueName,
 	}); err != nil {
 		return nil, err
 	}
-	// An object of ours whose namespace the cache does not hold: on start, the leftovers of a
-	// namespace deleted while no replica ran; later, usually one in a namespace too new for the
-	// cache, which sync confirms with the API before it deletes anything.
+	// An object of ours whose namespace the cache does not hold, or holds with another UID: on
+	// start, the leftovers of a namespace deleted (and maybe created again) while no replica ran;
+	// later, usually one in a namespace too new for the cache, which sync confirms with the API
+	// before it deletes anything.
 	ours := cache.ResourceEventHandlerFuncs{AddFunc: ctrl.checkNamespaceOf}
 	ctrl.synced = []cache.InformerSynced{c.Namespaces.Informer().HasSynced}
 	for _, inf := range []cache.SharedIndexInformer{c.Sandboxes.Informer(), c.Claims.Informer(), c.WarmPools.Informer(), c.Templates.Informer()} {
@@ -121,20 +142,25 @@ func (c *Controller) checkNamespaceOf(obj any) {
 	if !ok {
 		return
 	}
-	if _, err := c.namespaces.Get(o.GetNamespace()); apierrors.IsNotFound(err) {
+	ns, err := c.namespaces.Get(o.GetNamespace())
+	if apierrors.IsNotFound(err) || err == nil && namespaceuid.Stale(o, ns) {
 		c.loop.Queue.Add(o.GetNamespace())
 	}
 }
 
-// sync deletes every object of ours in namespace when the cluster confirms the namespace is gone.
-// The controllers of each kind then run its finalizer as for any deletion.
+// sync deletes every object of ours in namespace when the cluster confirms the namespace is gone,
+// and, when it has a namespace of that name, the objects recorded with another namespace UID. The
+// controllers of each kind then run its finalizer as for any deletion.
 func (c *Controller) sync(ctx context.Context, namespace string) error {
-	if _, err := c.namespaces.Get(namespace); err == nil {
+	if ns, err := c.namespaces.Get(namespace); err == nil && !c.holdsStale(ns) {
 		return nil
 	}
 	// The cache may simply not have seen a new namespace yet: only the API's word deletes.
-	_, err := c.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	if !apierrors.IsNotFound(err) {
+	live, err := c.kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
 		return err
 	}
 	logger := klog.FromContext(ctx)
@@ -145,10 +171,40 @@ func (c *Controller) sync(ctx context.Context, namespace string) error {
 			errs = append(errs, err)
 			continue
 		}
-		logger.Info("Deleting objects left in a namespace the cluster no longer has", "namespace", namespace, "resource", k.resource, "count", len(left))
-		if err := k.deleteIn(ctx, namespace); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
+		if live == nil {
+			logger.Info("Deleting objects left in a namespace the cluster no longer has", "namespace", namespace, "resource", k.resource, "count", len(left))
+			if err := k.deleteIn(ctx, namespace); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for _, obj := range left {
+			o, ok := obj.(metav1.Object)
+			if !ok || !namespaceuid.Stale(o, live) || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			logger.Info("Deleting an object left by an earlier namespace of the same name", "namespace", namespace, "resource", k.resource,
+				"name", o.GetName(), "namespaceUID", namespaceuid.Of(o), "currentNamespaceUID", live.UID)
+			uid := o.GetUID()
+			err := k.deleteOne(ctx, namespace, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// holdsStale says whether the cache holds an object of ours in ns made in an earlier namespace of
+// its name, not being deleted yet.
+func (c *Controller) holdsStale(ns *corev1.Namespace) bool {
+	for _, k := range c.kinds {
+		left, _ := k.objects.ByIndex(cache.NamespaceIndex, ns.Name)
+		for _, obj := range left {
+			if o, ok := obj.(metav1.Object); ok && namespaceuid.Stale(o, ns) && o.GetDeletionTimestamp() == nil {
+				return true
+			}
+		}
+	}
+	return false
 }

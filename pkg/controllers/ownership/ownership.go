@@ -1,8 +1,10 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package ownership classifies a child object against the parent that wants it: owned by that
-// parent (drive it), unowned (adopt it) or controlled by someone else (refuse to touch it).
+// Package ownership classifies a child object against the parent that wants it: controlled by that
+// parent (drive it), or not (unowned or controlled by someone else: leave it exactly as it is). A
+// controller never takes over an object it did not create: the controllers act with the server's
+// rights, and an object of the wanted name may be anybody's.
 package ownership
 
 import (
@@ -18,7 +20,7 @@ type State int
 const (
 	// Owned: the parent is the child's controller.
 	Owned State = iota
-	// Unowned: the child has no controller and may be adopted.
+	// Unowned: the child has no controller.
 	Unowned
 	// OwnedByOther: another object controls the child.
 	OwnedByOther
@@ -37,32 +39,27 @@ func Of(child metav1.Object, parentUID types.UID) State {
 	}
 }
 
-// ConflictError says that a child the parent needs is controlled by another object.
+// ConflictError says that an object of the name a parent needs for a child exists and the parent
+// does not control it.
 type ConflictError struct {
 	Kind, Name string
-	Owner      metav1.OwnerReference
+	// Owner is the object's controller, nil when it has none.
+	Owner *metav1.OwnerReference
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%s %q is controlled by %s %q, refusing to use it", e.Kind, e.Name, e.Owner.Kind, e.Owner.Name)
+	who := "has no controller"
+	if e.Owner != nil {
+		who = fmt.Sprintf("is controlled by %s %q", e.Owner.Kind, e.Owner.Name)
+	}
+	return fmt.Sprintf("%s %q already exists and %s: it was not made for this object and is left as it is", e.Kind, e.Name, who)
 }
 
-// Conflict returns the error for a child of kind controlled by another object.
+// Conflict returns the error for an existing object of kind the parent does not control.
 func Conflict(kind string, child metav1.Object) error {
 	e := &ConflictError{Kind: kind, Name: child.GetName()}
-	if ref := metav1.GetControllerOfNoCopy(child); ref != nil {
-		e.Owner = *ref
+	if ref := metav1.GetControllerOf(child); ref != nil {
+		e.Owner = ref
 	}
 	return e
-}
-
-// Adopt makes owner the controller of child, keeping any other (non-controller) owner references.
-func Adopt(child metav1.Object, owner metav1.OwnerReference) {
-	refs := []metav1.OwnerReference{owner}
-	for _, r := range child.GetOwnerReferences() {
-		if r.UID != owner.UID && (r.Controller == nil || !*r.Controller) {
-			refs = append(refs, r)
-		}
-	}
-	child.SetOwnerReferences(refs)
 }

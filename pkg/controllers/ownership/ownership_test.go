@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -49,48 +48,35 @@ func TestOf(t *testing.T) {
 	}
 }
 
-func TestAdopt(t *testing.T) {
-	owner := ref(parent, "p", ptr.To(true))
-	owner.BlockOwnerDeletion = ptr.To(true)
-	plainA, plainB := ref("a", "a", nil), ref("b", "b", ptr.To(false))
+func TestConflict(t *testing.T) {
 	cases := []struct {
-		name string
-		refs []metav1.OwnerReference
-		want []metav1.OwnerReference
+		name      string
+		refs      []metav1.OwnerReference
+		wantOwner types.UID
+		want      string
 	}{
-		{"no references", nil, []metav1.OwnerReference{owner}},
-		{"non-controller references are kept, after the controller", []metav1.OwnerReference{plainA, plainB},
-			[]metav1.OwnerReference{owner, plainA, plainB}},
-		{"a stale controller reference is replaced", []metav1.OwnerReference{plainA, ref("stale", "s", ptr.To(true))},
-			[]metav1.OwnerReference{owner, plainA}},
-		{"a non-controller reference to the parent itself is folded into the controller one",
-			[]metav1.OwnerReference{ref(parent, "p", nil), plainA}, []metav1.OwnerReference{owner, plainA}},
-		{"already adopted: unchanged", []metav1.OwnerReference{owner}, []metav1.OwnerReference{owner}},
+		{"controlled by another object", []metav1.OwnerReference{ref("other", "o", ptr.To(true))}, "other",
+			`Pod "child" already exists and is controlled by Sandbox "o": it was not made for this object and is left as it is`},
+		{"no controller", []metav1.OwnerReference{ref(parent, "p", nil)}, "",
+			`Pod "child" already exists and has no controller: it was not made for this object and is left as it is`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := child(tc.refs...)
-			Adopt(c, owner)
-			if !apiequality.Semantic.DeepEqual(c.OwnerReferences, tc.want) {
-				t.Errorf("owner references = %+v, want %+v", c.OwnerReferences, tc.want)
+			err := Conflict("Pod", child(tc.refs...))
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Conflict returned %T, want *ConflictError", err)
 			}
-			if Of(c, parent) != Owned {
-				t.Errorf("after Adopt, Of = %v, want Owned", Of(c, parent))
+			var owner types.UID
+			if ce.Owner != nil {
+				owner = ce.Owner.UID
+			}
+			if ce.Kind != "Pod" || ce.Name != "child" || owner != tc.wantOwner {
+				t.Errorf("ConflictError = %+v", ce)
+			}
+			if got := err.Error(); got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestConflict(t *testing.T) {
-	err := Conflict("Pod", child(ref("other", "o", ptr.To(true))))
-	var ce *ConflictError
-	if !errors.As(err, &ce) {
-		t.Fatalf("Conflict returned %T, want *ConflictError", err)
-	}
-	if ce.Kind != "Pod" || ce.Name != "child" || ce.Owner.UID != "other" {
-		t.Errorf("ConflictError = %+v", ce)
-	}
-	if got, want := err.Error(), `Pod "child" is controlled by Sandbox "o", refusing to use it`; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

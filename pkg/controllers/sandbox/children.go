@@ -22,6 +22,37 @@ import (
 
 func hashOf(sb *agentsv1beta1.Sandbox) string { return naming.NameHash(sb.Name) }
 
+// podSelector selects the Sandbox's pod, and no other Sandbox's: it carries the Sandbox's UID.
+func podSelector(sb *agentsv1beta1.Sandbox) map[string]string {
+	return map[string]string{agentsv1beta1.SandboxUIDLabel: string(sb.UID)}
+}
+
+// identityLabels are the labels the controller puts on the Sandbox's pod whatever the template
+// says: the UID that selects it, the name hash kept for compatibility and the Sandbox's
+// launch-type (warm or cold, set by the API server) when it has one.
+func identityLabels(sb *agentsv1beta1.Sandbox) map[string]string {
+	labels := map[string]string{agentsv1beta1.SandboxUIDLabel: string(sb.UID), agentsv1beta1.SandboxNameHashLabel: hashOf(sb)}
+	if lt, ok := sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel]; ok {
+		labels[agentsv1beta1.SandboxLaunchTypeLabel] = lt
+	}
+	return labels
+}
+
+// conflict reports, as an event and as the error the Ready condition shows, that an object of the
+// name a child needs exists and the Sandbox does not control it. The object is left as it is.
+func (c *Controller) conflict(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object) error {
+	err := ownership.Conflict(kind, obj)
+	c.events.Event(sb, corev1.EventTypeWarning, agentsv1beta1.SandboxReasonOwnershipConflict, err.Error())
+	return err
+}
+
+// podForbiddenError says the cluster refused to create the Sandbox's pod (a ResourceQuota, an
+// admission policy): reported as Ready=False PodCreationForbidden with the cluster's message.
+type podForbiddenError struct{ err error }
+
+func (e *podForbiddenError) Error() string { return e.err.Error() }
+func (e *podForbiddenError) Unwrap() error { return e.err }
+
 func controllerRef(sb *agentsv1beta1.Sandbox) metav1.OwnerReference {
 	return *metav1.NewControllerRef(sb, sandboxKind)
 }
@@ -34,14 +65,16 @@ func podName(sb *agentsv1beta1.Sandbox) string {
 	return sb.Name
 }
 
-// reconcileChildren creates, adopts or deletes the PVCs, pod and Service of a live Sandbox.
+// reconcileChildren creates or deletes the PVCs, pod and Service of a live Sandbox. It touches
+// only children the Sandbox controls; an object of a wanted name that it does not control is
+// reported and left as it is.
 func (c *Controller) reconcileChildren(ctx context.Context, sb *agentsv1beta1.Sandbox) (children, error) {
 	var state children
 	// Claims first: the pod mounts them. Without them no pod is made, but status still reports
-	// the pod and Service that exist.
+	// the pod and Service of the Sandbox that exist.
 	if err := c.reconcilePVCs(ctx, sb); err != nil {
-		state.pod, _ = c.currentPod(sb)
-		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sb.UID) != ownership.OwnedByOther {
+		state.pod, _ = c.ownedPod(sb)
+		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sb.UID) == ownership.Owned {
 			state.service = svc
 		}
 		return state, err
@@ -53,8 +86,9 @@ func (c *Controller) reconcileChildren(ctx context.Context, sb *agentsv1beta1.Sa
 	return state, errors.Join(err, svcErr)
 }
 
-// currentPod returns the Sandbox's pod from the cache, nil when there is none.
-func (c *Controller) currentPod(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
+// podOfName returns the pod of the Sandbox's pod name from the cache, whoever controls it; nil
+// when there is none.
+func (c *Controller) podOfName(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 	pod, err := c.pods.Pods(sb.Namespace).Get(podName(sb))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -62,19 +96,23 @@ func (c *Controller) currentPod(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) 
 	return pod, err
 }
 
+// ownedPod returns the Sandbox's pod from the cache: the pod of its pod name that it controls
+// (same Sandbox UID), nil when there is none.
+func (c *Controller) ownedPod(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
+	pod, err := c.podOfName(sb)
+	if pod == nil || ownership.Of(pod, sb.UID) != ownership.Owned {
+		return nil, err
+	}
+	return pod, nil
+}
+
 func (c *Controller) reconcilePod(ctx context.Context, sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
-	pod, err := c.currentPod(sb)
+	pod, err := c.podOfName(sb)
 	if err != nil {
 		return nil, err
 	}
-	if pod != nil {
-		switch ownership.Of(pod, sb.UID) {
-		case ownership.OwnedByOther:
-			c.events.Eventf(sb, corev1.EventTypeWarning, "OwnershipConflict", "Pod %s is controlled by another object", pod.Name)
-			return nil, ownership.Conflict("Pod", pod)
-		case ownership.Unowned:
-			return c.updatePodMetadata(ctx, sb, pod, true)
-		}
+	if pod != nil && ownership.Of(pod, sb.UID) != ownership.Owned {
+		return nil, c.conflict(sb, "Pod", pod)
 	}
 
 	if replicasOf(sb) == 0 {
@@ -97,28 +135,30 @@ func (c *Controller) reconcilePod(ctx context.Context, sb *agentsv1beta1.Sandbox
 		// The old pod is still terminating; its deletion event brings the Sandbox back here.
 		return pod, nil
 	}
-	return c.updatePodMetadata(ctx, sb, pod, false)
+	return c.updatePodMetadata(ctx, sb, pod)
 }
 
 func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 	pod := desiredPod(sb)
 	created, err := c.kube.CoreV1().Pods(sb.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		// Created by an earlier attempt the cache has not seen yet, or by someone else: look at it.
+		// Created by an earlier attempt the cache has not seen yet (found by its controller
+		// reference, not made twice), or by someone else (left alone): look at it.
 		existing, getErr := c.kube.CoreV1().Pods(sb.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if getErr != nil {
 			return nil, getErr
 		}
-		switch ownership.Of(existing, sb.UID) {
-		case ownership.OwnedByOther:
-			return nil, ownership.Conflict("Pod", existing)
-		case ownership.Unowned:
-			return c.updatePodMetadata(ctx, sb, existing, true)
+		if ownership.Of(existing, sb.UID) != ownership.Owned {
+			return nil, c.conflict(sb, "Pod", existing)
 		}
-		return existing, nil
+		// Ours: its labels put back if someone took them (the cache sees only labelled pods).
+		return c.updatePodMetadata(ctx, sb, existing)
 	}
 	if err != nil {
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating pod %s: %v", pod.Name, err)
+		if apierrors.IsForbidden(err) {
+			return nil, &podForbiddenError{err}
+		}
 		return nil, err
 	}
 	if c.firstStatusDelay > 0 {
@@ -133,8 +173,8 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 	return created, nil
 }
 
-// desiredPod is the pod a Sandbox asks for: its pod template, the volumes of its claims, the name
-// hash label and the propagated metadata with its bookkeeping.
+// desiredPod is the pod a Sandbox asks for: its pod template, the volumes of its claims, its
+// identity labels and the propagated metadata with its bookkeeping.
 func desiredPod(sb *agentsv1beta1.Sandbox) *corev1.Pod {
 	tmpl := &sb.Spec.PodTemplate
 	pod := &corev1.Pod{
@@ -145,8 +185,7 @@ func desiredPod(sb *agentsv1beta1.Sandbox) *corev1.Pod {
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
-	propagateMetadata(&pod.ObjectMeta, &tmpl.ObjectMeta, hashOf(sb))
-	copyLaunchType(&pod.ObjectMeta, sb)
+	propagateMetadata(&pod.ObjectMeta, &tmpl.ObjectMeta, identityLabels(sb))
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.PVCName(vct.Name, sb.Name)},
@@ -160,10 +199,10 @@ func desiredPod(sb *agentsv1beta1.Sandbox) *corev1.Pod {
 	return pod
 }
 
-// propagateMetadata puts the template's labels and annotations and the name hash label on obj.
+// propagateMetadata puts the template's labels and annotations and the identity labels on obj.
 // Keys the template set before (recorded in the propagated-* annotations) and no longer sets are
 // removed; keys set by anybody else are left alone. It reports whether obj changed.
-func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, hash string) bool {
+func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, identity map[string]string) bool {
 	changed := false
 	set := func(m *map[string]string, k, v string) {
 		if cur, ok := (*m)[k]; ok && cur == v {
@@ -192,14 +231,16 @@ func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, 
 		}
 	}
 	for k, v := range tmpl.Labels {
-		if k != agentsv1beta1.SandboxNameHashLabel { // the hash always wins
+		if _, theirs := identity[k]; !theirs { // the identity labels always win
 			set(&obj.Labels, k, v)
 		}
 	}
 	for k, v := range tmpl.Annotations {
 		set(&obj.Annotations, k, v)
 	}
-	set(&obj.Labels, agentsv1beta1.SandboxNameHashLabel, hash)
+	for k, v := range identity {
+		set(&obj.Labels, k, v)
+	}
 	for key, m := range map[string]map[string]string{
 		agentsv1beta1.SandboxPropagatedLabelsAnnotation:      tmpl.Labels,
 		agentsv1beta1.SandboxPropagatedAnnotationsAnnotation: tmpl.Annotations,
@@ -213,39 +254,14 @@ func propagateMetadata(obj *metav1.ObjectMeta, tmpl *agentsv1beta1.PodMetadata, 
 	return changed
 }
 
-// copyLaunchType puts the Sandbox's launch-type label (warm or cold, set by the API server) on its
-// pod, and reports whether it changed. A Sandbox without one leaves the pod as it is.
-func copyLaunchType(obj *metav1.ObjectMeta, sb *agentsv1beta1.Sandbox) bool {
-	lt, ok := sb.Labels[agentsv1beta1.SandboxLaunchTypeLabel]
-	if !ok || obj.Labels[agentsv1beta1.SandboxLaunchTypeLabel] == lt {
-		return false
-	}
-	if obj.Labels == nil {
-		obj.Labels = map[string]string{}
-	}
-	obj.Labels[agentsv1beta1.SandboxLaunchTypeLabel] = lt
-	return true
-}
-
-// updatePodMetadata drives the pod's metadata back to the template, adopting it when unowned.
-func (c *Controller) updatePodMetadata(ctx context.Context, sb *agentsv1beta1.Sandbox, pod *corev1.Pod, adopt bool) (*corev1.Pod, error) {
+// updatePodMetadata drives the metadata of the Sandbox's own pod back to the template and its
+// identity labels (a pod made before the UID label existed gets it here, in one write).
+func (c *Controller) updatePodMetadata(ctx context.Context, sb *agentsv1beta1.Sandbox, pod *corev1.Pod) (*corev1.Pod, error) {
 	pod = pod.DeepCopy()
-	changed := propagateMetadata(&pod.ObjectMeta, &sb.Spec.PodTemplate.ObjectMeta, hashOf(sb))
-	changed = copyLaunchType(&pod.ObjectMeta, sb) || changed
-	if adopt {
-		ownership.Adopt(pod, controllerRef(sb))
-	}
-	if !changed && !adopt {
+	if !propagateMetadata(&pod.ObjectMeta, &sb.Spec.PodTemplate.ObjectMeta, identityLabels(sb)) {
 		return pod, nil
 	}
-	updated, err := c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return pod, err
-	}
-	if adopt {
-		c.events.Eventf(sb, corev1.EventTypeNormal, "PodAdopted", "Adopted pod %s", pod.Name)
-	}
-	return updated, nil
+	return c.kube.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
 func (c *Controller) clearPodNameAnnotation(ctx context.Context, sb *agentsv1beta1.Sandbox) error {
@@ -263,22 +279,19 @@ func (c *Controller) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
-// deleteChildren deletes the pod and Service the Sandbox owns, and its PVCs too when withClaims
-// (only when the Sandbox itself goes: suspend and expiry keep them). It reports whether the pod is
-// gone.
+// deleteChildren deletes the pod and Service the Sandbox controls, and its PVCs too when
+// withClaims (only when the Sandbox itself goes: suspend and expiry keep them). Objects of those
+// names it does not control are not its children and are left alone. It reports whether the pod
+// is gone.
 func (c *Controller) deleteChildren(ctx context.Context, sb *agentsv1beta1.Sandbox, withClaims bool) (bool, error) {
-	pod, err := c.currentPod(sb)
+	pod, err := c.ownedPod(sb)
 	if err != nil {
 		return false, err
 	}
 	var errs []error
 	podGone := pod == nil
-	if pod != nil && ownership.Of(pod, sb.UID) == ownership.Owned {
-		if pod.DeletionTimestamp == nil {
-			errs = append(errs, c.deletePod(ctx, pod))
-		}
-	} else {
-		podGone = true // not ours to wait for
+	if pod != nil && pod.DeletionTimestamp == nil {
+		errs = append(errs, c.deletePod(ctx, pod))
 	}
 	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && ownership.Of(svc, sb.UID) == ownership.Owned {
 		errs = append(errs, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
@@ -306,8 +319,9 @@ func ignoreGone(err error) error {
 	return err
 }
 
-// reconcilePVCs makes one PVC per volume claim template, adopting unowned ones. PVCs are never
-// deleted here: they outlive suspension and expiry and go only with the Sandbox.
+// reconcilePVCs makes one PVC per volume claim template. A claim of the wanted name that the
+// Sandbox does not control is reported and left alone, and no pod is made. PVCs are never deleted
+// here: they outlive suspension and expiry and go only with the Sandbox.
 func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbox) error {
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		name := naming.PVCName(vct.Name, sb.Name)
@@ -319,21 +333,8 @@ func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if err != nil {
 			return err
 		}
-		switch ownership.Of(pvc, sb.UID) {
-		case ownership.OwnedByOther:
-			c.events.Eventf(sb, corev1.EventTypeWarning, "OwnershipConflict", "PersistentVolumeClaim %s is controlled by another object", name)
-			return ownership.Conflict("PersistentVolumeClaim", pvc)
-		case ownership.Unowned:
-			pvc = pvc.DeepCopy()
-			ownership.Adopt(pvc, controllerRef(sb))
-			if pvc.Labels == nil {
-				pvc.Labels = map[string]string{}
-			}
-			pvc.Labels[agentsv1beta1.SandboxNameHashLabel] = hashOf(sb)
-			if _, err := c.kube.CoreV1().PersistentVolumeClaims(sb.Namespace).Update(ctx, pvc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-				return err
-			}
-			c.events.Eventf(sb, corev1.EventTypeNormal, "PersistentVolumeClaimAdopted", "Adopted PersistentVolumeClaim %s", name)
+		if ownership.Of(pvc, sb.UID) != ownership.Owned {
+			return c.conflict(sb, "PersistentVolumeClaim", pvc)
 		}
 	}
 	return nil
@@ -366,9 +367,11 @@ func (c *Controller) createPVC(ctx context.Context, sb *agentsv1beta1.Sandbox, v
 	return created, nil
 }
 
-// reconcileService applies the tri-state spec.service: true creates or adopts a headless Service,
-// false deletes only the one the Sandbox owns, unset leaves an existing one alone and makes none.
-// It returns the Service the Sandbox uses, if any.
+// reconcileService applies the tri-state spec.service: true creates a headless Service, false
+// deletes the one the Sandbox controls, unset makes none and keeps driving one the Sandbox
+// controls. A Service of the name that the Sandbox does not control is left alone: a conflict when
+// one is asked for, and not the Sandbox's Service either way. It returns the Sandbox's Service,
+// if any.
 func (c *Controller) reconcileService(ctx context.Context, sb *agentsv1beta1.Sandbox) (*corev1.Service, error) {
 	svc, err := c.services.Services(sb.Namespace).Get(sb.Name)
 	if apierrors.IsNotFound(err) {
@@ -378,33 +381,24 @@ func (c *Controller) reconcileService(ctx context.Context, sb *agentsv1beta1.San
 		return nil, err
 	}
 	want := sb.Spec.Service
-	if svc == nil {
-		if want == nil || !*want {
-			return nil, nil
-		}
-		return c.createService(ctx, sb)
-	}
-	state := ownership.Of(svc, sb.UID)
 	switch {
-	case state == ownership.OwnedByOther:
-		if want != nil && !*want {
-			return nil, nil
+	case svc == nil && (want == nil || !*want):
+		return nil, nil
+	case svc == nil:
+		return c.createService(ctx, sb)
+	case ownership.Of(svc, sb.UID) != ownership.Owned:
+		if want != nil && *want {
+			return nil, c.conflict(sb, "Service", svc)
 		}
-		c.events.Eventf(sb, corev1.EventTypeWarning, "OwnershipConflict", "Service %s is controlled by another object", svc.Name)
-		return nil, ownership.Conflict("Service", svc)
+		return nil, nil
 	case want != nil && !*want:
-		if state == ownership.Owned && svc.DeletionTimestamp == nil {
+		if svc.DeletionTimestamp == nil {
 			return nil, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}}))
 		}
 		return nil, nil
-	case state == ownership.Unowned && want == nil:
-		// Kept for backward compatibility, not adopted.
-		return svc, nil
-	case state == ownership.Unowned && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "":
-		return nil, errors.New("service " + svc.Name + " exists with a cluster IP; a Sandbox's Service must be headless (clusterIP: None)")
 	}
-	return c.driveService(ctx, sb, svc, state == ownership.Unowned)
+	return c.driveService(ctx, sb, svc)
 }
 
 func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbox) (*corev1.Service, error) {
@@ -417,7 +411,7 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{agentsv1beta1.SandboxNameHashLabel: hashOf(sb)},
+			Selector:  podSelector(sb),
 		},
 	}
 	created, err := c.kube.CoreV1().Services(sb.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: FieldManager})
@@ -426,10 +420,10 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ownership.Of(existing, sb.UID) == ownership.OwnedByOther {
-			return nil, ownership.Conflict("Service", existing)
+		if ownership.Of(existing, sb.UID) != ownership.Owned {
+			return nil, c.conflict(sb, "Service", existing)
 		}
-		return c.driveService(ctx, sb, existing, ownership.Of(existing, sb.UID) == ownership.Unowned)
+		return c.driveService(ctx, sb, existing)
 	}
 	if err != nil {
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating service %s: %v", svc.Name, err)
@@ -439,11 +433,11 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 	return created, nil
 }
 
-// driveService puts the name hash label and selector back on a Service, adopting it when asked.
-func (c *Controller) driveService(ctx context.Context, sb *agentsv1beta1.Sandbox, svc *corev1.Service, adopt bool) (*corev1.Service, error) {
-	hash := hashOf(sb)
-	if !adopt && svc.Labels[agentsv1beta1.SandboxNameHashLabel] == hash &&
-		len(svc.Spec.Selector) == 1 && svc.Spec.Selector[agentsv1beta1.SandboxNameHashLabel] == hash {
+// driveService puts the name hash label and the pod selector back on the Sandbox's own Service
+// (one made before the UID selector existed moves to it here, after its pod got the label).
+func (c *Controller) driveService(ctx context.Context, sb *agentsv1beta1.Sandbox, svc *corev1.Service) (*corev1.Service, error) {
+	hash, selector := hashOf(sb), podSelector(sb)
+	if svc.Labels[agentsv1beta1.SandboxNameHashLabel] == hash && maps.Equal(svc.Spec.Selector, selector) {
 		return svc, nil
 	}
 	svc = svc.DeepCopy()
@@ -451,16 +445,6 @@ func (c *Controller) driveService(ctx context.Context, sb *agentsv1beta1.Sandbox
 		svc.Labels = map[string]string{}
 	}
 	svc.Labels[agentsv1beta1.SandboxNameHashLabel] = hash
-	svc.Spec.Selector = map[string]string{agentsv1beta1.SandboxNameHashLabel: hash}
-	if adopt {
-		ownership.Adopt(svc, controllerRef(sb))
-	}
-	updated, err := c.kube.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return nil, err
-	}
-	if adopt {
-		c.events.Eventf(sb, corev1.EventTypeNormal, "ServiceAdopted", "Adopted service %s", svc.Name)
-	}
-	return updated, nil
+	svc.Spec.Selector = selector
+	return c.kube.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{FieldManager: FieldManager})
 }

@@ -134,14 +134,14 @@ func TestSyncStatus(t *testing.T) {
 		},
 		{
 			name:       "status unchanged: nothing written",
-			sandbox:    newSandbox(withStatus(agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required")}, Replicas: 1, LabelSelector: hashLabel + "=" + testHash, PodIPs: []string{"10.0.0.5"}})),
+			sandbox:    newSandbox(withStatus(agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required")}, Replicas: 1, LabelSelector: testSelector, PodIPs: []string{"10.0.0.5"}})),
 			cached:     []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"))},
 			wantWrites: nil,
 		},
 		{
 			name: "a new generation is written to observedGeneration even when nothing else changed",
 			sandbox: newSandbox(func(sb *agentsv1beta1.Sandbox) { sb.Generation = testGen + 1 },
-				withStatus(agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required")}, Replicas: 1, LabelSelector: hashLabel + "=" + testHash, PodIPs: []string{"10.0.0.5"}})),
+				withStatus(agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required")}, Replicas: 1, LabelSelector: testSelector, PodIPs: []string{"10.0.0.5"}})),
 			cached:     []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"))},
 			wantWrites: []string{"update sandboxes/status"},
 			check: func(t *testing.T, f *fixture) {

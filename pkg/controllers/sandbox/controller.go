@@ -63,10 +63,11 @@ type Controller struct {
 	firstStatusDelay time.Duration
 	writtenStatus    *writtenstatus.Cache[agentsv1beta1.SandboxStatus]
 
-	sandboxes agentslisters.SandboxLister
-	pods      corelisters.PodLister
-	services  corelisters.ServiceLister
-	pvcs      corelisters.PersistentVolumeClaimLister
+	sandboxes  agentslisters.SandboxLister
+	namespaces corelisters.NamespaceLister
+	pods       corelisters.PodLister
+	services   corelisters.ServiceLister
+	pvcs       corelisters.PersistentVolumeClaimLister
 }
 
 // Config is what the controller needs from the process.
@@ -74,6 +75,7 @@ type Config struct {
 	Kube          kubernetes.Interface
 	Client        versioned.Interface
 	Sandboxes     agentsinformers.SandboxInformer
+	Namespaces    coreinformers.NamespaceInformer
 	Pods          coreinformers.PodInformer
 	Services      coreinformers.ServiceInformer
 	PVCs          coreinformers.PersistentVolumeClaimInformer
@@ -96,13 +98,14 @@ func New(c Config) (*Controller, error) {
 		firstStatusDelay: defaultFirstStatusDelay,
 		writtenStatus:    writtenstatus.New(sameStatus),
 		sandboxes:        c.Sandboxes.Lister(),
+		namespaces:       c.Namespaces.Lister(),
 		pods:             c.Pods.Lister(),
 		services:         c.Services.Lister(),
 		pvcs:             c.PVCs.Lister(),
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{
-		c.Sandboxes.Informer().HasSynced, c.Pods.Informer().HasSynced,
+		c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced, c.Pods.Informer().HasSynced,
 		c.Services.Informer().HasSynced, c.PVCs.Informer().HasSynced,
 	}
 	if _, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

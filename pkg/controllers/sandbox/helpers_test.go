@@ -51,6 +51,9 @@ func fnvHash(s string) string {
 
 var testHash = fnvHash(testName)
 
+// testSelector selects the test Sandbox's pod by its UID.
+var testSelector = agentsv1beta1.SandboxUIDLabel + "=" + string(testUID)
+
 // newSandbox is a live Sandbox named sb in default with the finalizer, generation 3 and a pod
 // template of one container; mods adjust it.
 func newSandbox(mods ...func(*agentsv1beta1.Sandbox)) *agentsv1beta1.Sandbox {
@@ -169,7 +172,7 @@ func newPod(name string, o ownerKind, mods ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: testNS, UID: types.UID(name + "-pod-uid"), ResourceVersion: "5",
-			Labels:          map[string]string{agentsv1beta1.SandboxNameHashLabel: testHash},
+			Labels:          map[string]string{agentsv1beta1.SandboxNameHashLabel: testHash, agentsv1beta1.SandboxUIDLabel: string(testUID)},
 			OwnerReferences: refsFor(o),
 		},
 		Spec: *newSandbox().Spec.PodTemplate.Spec.DeepCopy(),
@@ -211,7 +214,7 @@ func newService(o ownerKind, mods ...func(*corev1.Service)) *corev1.Service {
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{agentsv1beta1.SandboxNameHashLabel: testHash},
+			Selector:  map[string]string{agentsv1beta1.SandboxUIDLabel: string(testUID)},
 		},
 	}
 	for _, m := range mods {
@@ -305,6 +308,7 @@ func newFixture(t *testing.T, w world) *fixture {
 		Kube:          f.kube,
 		Client:        f.client,
 		Sandboxes:     f.agentInf.Agents().V1beta1().Sandboxes(),
+		Namespaces:    f.kubeInf.Core().V1().Namespaces(),
 		Pods:          f.kubeInf.Core().V1().Pods(),
 		Services:      f.kubeInf.Core().V1().Services(),
 		PVCs:          f.kubeInf.Core().V1().PersistentVolumeClaims(),
@@ -345,6 +349,8 @@ func (f *fixture) indexerFor(o runtime.Object) cache.Indexer {
 		return f.kubeInf.Core().V1().Services().Informer().GetIndexer()
 	case *corev1.PersistentVolumeClaim:
 		return f.kubeInf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	case *corev1.Namespace:
+		return f.kubeInf.Core().V1().Namespaces().Informer().GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", o)
 	return nil
@@ -622,5 +628,5 @@ func runSyncCases(t *testing.T, cases []syncCase) {
 
 // runningStatus is the status of a Sandbox whose pod exists, with the given IPs.
 func runningStatus(ips ...string) *agentsv1beta1.SandboxStatus {
-	return &agentsv1beta1.SandboxStatus{Replicas: 1, LabelSelector: agentsv1beta1.SandboxNameHashLabel + "=" + testHash, PodIPs: ips}
+	return &agentsv1beta1.SandboxStatus{Replicas: 1, LabelSelector: testSelector, PodIPs: ips}
 }

@@ -6,6 +6,7 @@ package sandbox
 import (
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 
 const (
 	hashLabel     = agentsv1beta1.SandboxNameHashLabel
+	uidLabel      = agentsv1beta1.SandboxUIDLabel
 	propLabels    = agentsv1beta1.SandboxPropagatedLabelsAnnotation
 	propAnnots    = agentsv1beta1.SandboxPropagatedAnnotationsAnnotation
 	podNameAnnot  = agentsv1beta1.SandboxPodNameAnnotation
@@ -74,7 +76,11 @@ func failCreate(resource string, err error) func(*kubefake.Clientset, *agentsfak
 }
 
 func TestSyncPod(t *testing.T) {
-	conflictMsg := `Pod "sb" is controlled by ReplicaSet "other", refusing to use it`
+	conflictMsg := `Pod "sb" already exists and is controlled by ReplicaSet "other": it was not made for this object and is left as it is`
+	unownedMsg := `Pod "sb" already exists and has no controller: it was not made for this object and is left as it is`
+	conflictCond := func(msg string) condSummary {
+		return want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict, msg)
+	}
 	runSyncCases(t, []syncCase{
 		{
 			name: "missing pod is created after the template, named after the Sandbox",
@@ -90,7 +96,7 @@ func TestSyncPod(t *testing.T) {
 				if pod.Name != testName || pod.Namespace != testNS {
 					t.Errorf("pod is %s/%s, want %s/%s", pod.Namespace, pod.Name, testNS, testName)
 				}
-				checkMap(t, "labels", pod.Labels, labels("app", "demo", "tier", "web", hashLabel, testHash))
+				checkMap(t, "labels", pod.Labels, labels("app", "demo", "tier", "web", hashLabel, testHash, uidLabel, string(testUID)))
 				checkMap(t, "annotations", pod.Annotations, labels("note", "hi", "z/last", "1",
 					propLabels, "app,tier", propAnnots, "note,z/last"))
 				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
@@ -112,7 +118,7 @@ func TestSyncPod(t *testing.T) {
 			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods")
-				checkMap(t, "labels", pod.Labels, labels(hashLabel, testHash))
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, uidLabel, string(testUID)))
 				checkMap(t, "annotations", pod.Annotations, nil)
 			},
 		},
@@ -146,24 +152,16 @@ func TestSyncPod(t *testing.T) {
 			steady:     true,
 		},
 		{
-			name:    "pod-name annotation: an unowned named pod is adopted with one update",
+			name:    "pod-name annotation: an unowned named pod is not taken: left as it is, OwnershipConflict",
 			sandbox: newSandbox(withAnnotation(podNameAnnot, "warm-1"), withTemplateMeta(labels("app", "demo"), nil)),
 			cached: []runtime.Object{newPod("warm-1", unowned, readyPod("10.0.0.5"),
 				podMeta(labels(hashLabel, testHash, "pool", "p"), nil))},
-			wantWrites: []string{"update pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodAdopted Adopted pod warm-1"},
-			wantConds:  []condSummary{readyNoService},
+			wantErr:    `Pod "warm-1" already exists and has no controller`,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + strings.ReplaceAll(unownedMsg, `"sb"`, `"warm-1"`)},
+			wantConds:  []condSummary{conflictCond(strings.ReplaceAll(unownedMsg, `"sb"`, `"warm-1"`))},
+			wantStatus: &agentsv1beta1.SandboxStatus{},
 			steady:     true,
-			check: func(t *testing.T, f *fixture) {
-				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
-				if pod.Name != "warm-1" {
-					t.Errorf("updated pod %s, want warm-1", pod.Name)
-				}
-				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
-					t.Errorf("owner references = %+v", pod.OwnerReferences)
-				}
-				checkMap(t, "labels", pod.Labels, labels(hashLabel, testHash, "pool", "p", "app", "demo"))
-			},
 		},
 		{
 			name:       "pod-name annotation: the named pod is gone, the annotation is cleared and no pod is made",
@@ -186,14 +184,14 @@ func TestSyncPod(t *testing.T) {
 			name:    "owned pod: metadata drift is driven back, template removals pruned, foreign keys kept",
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo", "tier", "web"), labels("note", "hi"))),
 			cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"), podMeta(
-				labels(hashLabel, testHash, "app", "changed", "old", "x", "extra", "someone"),
+				labels(uidLabel, string(testUID), hashLabel, testHash, "app", "changed", "old", "x", "extra", "someone"),
 				labels(propLabels, "app,old", propAnnots, "gone,note", "note", "stale", "gone", "1", "foreign", "keep")))},
 			wantWrites: []string{"update pods", "update sandboxes/status"},
 			wantConds:  []condSummary{readyNoService},
 			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
-				checkMap(t, "labels", pod.Labels, labels(hashLabel, testHash, "app", "demo", "tier", "web", "extra", "someone"))
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, "app", "demo", "tier", "web", "extra", "someone"))
 				checkMap(t, "annotations", pod.Annotations, labels(propLabels, "app,tier", propAnnots, "note",
 					"note", "hi", "foreign", "keep"))
 				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
@@ -209,47 +207,81 @@ func TestSyncPod(t *testing.T) {
 			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
-				checkMap(t, "labels", pod.Labels, labels(hashLabel, testHash, "x", "y"))
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, "x", "y"))
 			},
 		},
 		{
 			name:    "owned pod in sync: no pod write",
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo"), nil)),
 			cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"),
-				podMeta(labels(hashLabel, testHash, "app", "demo"), labels(propLabels, "app")))},
+				podMeta(labels(uidLabel, string(testUID), hashLabel, testHash, "app", "demo"), labels(propLabels, "app")))},
 			wantWrites: []string{"update sandboxes/status"},
 			wantConds:  []condSummary{readyNoService},
 			steady:     true,
 		},
 		{
-			name:    "unowned pod is adopted with one update keeping other owners",
-			sandbox: newSandbox(),
+			name:    "unowned pod of the wanted name: not adopted, patched or deleted; OwnershipConflict naming it",
+			sandbox: newSandbox(withTemplateMeta(labels("app", "demo"), nil)),
 			cached: []runtime.Object{newPod(testName, unowned, readyPod("10.0.0.5"), func(p *corev1.Pod) {
 				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "cm-uid"}}
 			})},
-			wantWrites: []string{"update pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodAdopted Adopted pod sb"},
-			wantConds:  []condSummary{readyNoService},
+			wantErr:    unownedMsg,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + unownedMsg},
+			wantConds:  []condSummary{conflictCond(unownedMsg)},
+			wantStatus: &agentsv1beta1.SandboxStatus{},
 			steady:     true,
-			check: func(t *testing.T, f *fixture) {
-				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
-				want := []metav1.OwnerReference{sandboxRef(), {APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "cm-uid"}}
-				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, want) {
-					t.Errorf("owner references = %+v, want %+v", pod.OwnerReferences, want)
-				}
-			},
 		},
 		{
-			name:       "pod controlled by another object: not touched, Ready=False ReconcilerError naming it",
+			name:       "pod controlled by another object: not touched, Ready=False OwnershipConflict naming it",
 			sandbox:    newSandbox(),
 			cached:     []runtime.Object{newPod(testName, ownedByOther, readyPod("10.0.0.5"))},
 			wantErr:    conflictMsg,
 			wantWrites: []string{"update sandboxes/status"},
-			wantEvents: []string{"Warning OwnershipConflict Pod sb is controlled by another object"},
-			wantConds: []condSummary{want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError,
-				"Error seen: "+conflictMsg)},
+			wantEvents: []string{"Warning OwnershipConflict " + conflictMsg},
+			wantConds:  []condSummary{conflictCond(conflictMsg)},
 			wantStatus: &agentsv1beta1.SandboxStatus{},
 			steady:     true,
+		},
+		{
+			name:       "a Sandbox left by an earlier namespace of this name: nothing made, nothing written",
+			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "old-namespace-uid")),
+			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "new-namespace-uid"}}},
+			wantWrites: nil,
+		},
+		{
+			name:       "a Sandbox of the namespace it names by UID is served",
+			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "namespace-uid")),
+			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "namespace-uid"}}},
+			wantWrites: []string{"create pods", "update sandboxes/status"},
+			wantEvents: []string{"Normal PodCreated Created pod sb"},
+		},
+		{
+			name:       "suspended with an unowned pod of the wanted name: the pod is not deleted",
+			sandbox:    newSandbox(withReplicas(0)),
+			cached:     []runtime.Object{newPod(testName, unowned, readyPod("10.0.0.5"))},
+			wantErr:    unownedMsg,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + unownedMsg},
+			wantStatus: &agentsv1beta1.SandboxStatus{},
+			steady:     true,
+		},
+		{
+			name:    "owned pod made before the UID label: the label is added in one write, nothing else changes",
+			sandbox: newSandbox(withTemplateMeta(labels("app", "demo"), nil)),
+			cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"),
+				podMeta(labels(hashLabel, testHash, "app", "demo"), labels(propLabels, "app")))},
+			wantWrites: []string{"update pods", "update sandboxes/status"},
+			wantConds:  []condSummary{readyNoService},
+			wantStatus: runningStatus("10.0.0.5"),
+			steady:     true,
+			check: func(t *testing.T, f *fixture) {
+				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, "app", "demo"))
+				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
+					t.Errorf("owner references changed: %+v", pod.OwnerReferences)
+				}
+			},
 		},
 		{
 			name:       "create AlreadyExists: a pod this Sandbox owns (earlier attempt) is used as is",
@@ -260,7 +292,18 @@ func TestSyncPod(t *testing.T) {
 			wantStatus: runningStatus(),
 		},
 		{
-			name:    "create AlreadyExists: an unowned, unlabelled pod is fetched and adopted",
+			name:       "create AlreadyExists: the Sandbox's own pod, its labels taken off (so uncached): labels put back, not made twice",
+			sandbox:    newSandbox(),
+			apiOnly:    []runtime.Object{newPod(testName, owned, podMeta(labels("x", "y"), nil))},
+			wantWrites: []string{"create pods", "update pods", "update sandboxes/status"},
+			wantConds:  []condSummary{notReadyPending},
+			check: func(t *testing.T, f *fixture) {
+				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
+				checkMap(t, "labels", pod.Labels, labels(uidLabel, string(testUID), hashLabel, testHash, "x", "y"))
+			},
+		},
+		{
+			name:    "create AlreadyExists: an unowned, unlabelled pod is fetched and left as it is",
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo"), nil)),
 			apiOnly: []runtime.Object{newPod(testName, unowned, podMeta(nil, nil))},
 			reactors: func(kube *kubefake.Clientset, _ *agentsfake.Clientset) {
@@ -269,15 +312,11 @@ func TestSyncPod(t *testing.T) {
 					return true, nil, apierrors.NewAlreadyExists(corev1.Resource("pods"), testName)
 				})
 			},
-			wantWrites: []string{"create pods", "update pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodAdopted Adopted pod sb"},
-			wantConds:  []condSummary{notReadyPending},
+			wantErr:    unownedMsg,
+			wantWrites: []string{"create pods", "update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + unownedMsg},
+			wantConds:  []condSummary{conflictCond(unownedMsg)},
 			check: func(t *testing.T, f *fixture) {
-				pod := written[*corev1.Pod](t, &f.kube.Fake, "update", "pods")
-				if !apiequality.Semantic.DeepEqual(pod.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
-					t.Errorf("owner references = %+v", pod.OwnerReferences)
-				}
-				checkMap(t, "labels", pod.Labels, labels(hashLabel, testHash, "app", "demo"))
 				if len(actions(&f.kube.Fake, "get", "pods")) != 1 {
 					t.Errorf("want one get of the pod after AlreadyExists")
 				}
@@ -289,8 +328,19 @@ func TestSyncPod(t *testing.T) {
 			apiOnly:    []runtime.Object{newPod(testName, ownedByOther)},
 			wantErr:    conflictMsg,
 			wantWrites: []string{"create pods", "update sandboxes/status"},
-			wantConds: []condSummary{want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError,
-				"Error seen: "+conflictMsg)},
+			wantEvents: []string{"Warning OwnershipConflict " + conflictMsg},
+			wantConds:  []condSummary{conflictCond(conflictMsg)},
+		},
+		{
+			name:    "create Forbidden (a pod quota): Ready=False PodCreationForbidden with the cluster's message",
+			sandbox: newSandbox(),
+			reactors: failCreate("pods", apierrors.NewForbidden(corev1.Resource("pods"), testName,
+				errors.New("exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1"))),
+			wantErr:    "exceeded quota",
+			wantWrites: []string{"create pods", "update sandboxes/status"},
+			wantEvents: []string{`Warning FailedCreate Creating pod sb: pods "sb" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`},
+			wantConds: []condSummary{want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonPodCreationForbidden,
+				`pods "sb" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`)},
 		},
 		{
 			name:       "create fails: FailedCreate event and ReconcilerError",
@@ -305,7 +355,7 @@ func TestSyncPod(t *testing.T) {
 		{
 			name: "deleted pod of a running Sandbox is created again",
 			sandbox: newSandbox(withStatus(agentsv1beta1.SandboxStatus{
-				Replicas: 1, LabelSelector: hashLabel + "=" + testHash, PodIPs: []string{"10.0.0.5"},
+				Replicas: 1, LabelSelector: testSelector, PodIPs: []string{"10.0.0.5"},
 				Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required")},
 			})),
 			wantWrites: []string{"create pods", "update sandboxes/status"},

@@ -18,13 +18,19 @@ type propagateCase struct {
 	tmplLabels, tmplAnnots map[string]string
 	wantLabels, wantAnnots map[string]string
 	wantChanged            bool
+	// identity are the labels that always win; the hash label "h" when nil.
+	identity map[string]string
 }
 
 func runPropagate(t *testing.T, tc propagateCase) {
 	t.Helper()
 	obj := &metav1.ObjectMeta{Labels: maps.Clone(tc.labels), Annotations: maps.Clone(tc.annotations)}
 	tmpl := &agentsv1beta1.PodMetadata{Labels: maps.Clone(tc.tmplLabels), Annotations: maps.Clone(tc.tmplAnnots)}
-	changed := propagateMetadata(obj, tmpl, "h")
+	identity := map[string]string{hashLabel: "h"}
+	if tc.identity != nil {
+		identity = tc.identity
+	}
+	changed := propagateMetadata(obj, tmpl, identity)
 	if changed != tc.wantChanged {
 		t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
 	}
@@ -35,13 +41,13 @@ func runPropagate(t *testing.T, tc propagateCase) {
 	}
 	// Idempotent: the result is what the template asks for, so a second pass changes nothing.
 	again := obj.DeepCopy()
-	if propagateMetadata(again, tmpl, "h") {
+	if propagateMetadata(again, tmpl, identity) {
 		t.Errorf("second pass reports a change: %v/%v -> %v/%v", obj.Labels, obj.Annotations, again.Labels, again.Annotations)
 	}
 }
 
 // TestPropagateMetadata is the label and annotation propagation with its bookkeeping, as a pure
-// function. The hash is "h".
+// function. The identity label is the hash "h".
 func TestPropagateMetadata(t *testing.T) {
 	cases := []propagateCase{
 		{
@@ -160,6 +166,21 @@ func TestPropagateMetadataTemplateSetsHashLabel(t *testing.T) {
 		tmplLabels:  labels(hashLabel, "forged"),
 		wantLabels:  labels(hashLabel, "h"),
 		wantAnnots:  labels(propLabels, hashLabel),
+		wantChanged: true,
+	})
+}
+
+// TestPropagateMetadataTemplateForgesUIDLabel: a pod template that sets the UID label of another
+// Sandbox, or an existing pod carrying one, cannot put the pod behind that Sandbox's Service: the
+// Sandbox's own UID wins.
+func TestPropagateMetadataTemplateForgesUIDLabel(t *testing.T) {
+	uidLabel := agentsv1beta1.SandboxUIDLabel
+	runPropagate(t, propagateCase{
+		labels:      labels(uidLabel, "victim-uid"),
+		tmplLabels:  labels(uidLabel, "victim-uid", hashLabel, "forged"),
+		identity:    labels(uidLabel, "own-uid", hashLabel, "h"),
+		wantLabels:  labels(uidLabel, "own-uid", hashLabel, "h"),
+		wantAnnots:  labels(propLabels, hashLabel+","+uidLabel),
 		wantChanged: true,
 	})
 }

@@ -17,7 +17,11 @@ import (
 )
 
 func TestSyncPVCs(t *testing.T) {
-	pvcConflict := `PersistentVolumeClaim "data-sb" is controlled by ReplicaSet "other", refusing to use it`
+	pvcConflict := `PersistentVolumeClaim "data-sb" already exists and is controlled by ReplicaSet "other": it was not made for this object and is left as it is`
+	pvcUnowned := `PersistentVolumeClaim "data-sb" already exists and has no controller: it was not made for this object and is left as it is`
+	conflictCond := func(msg string) condSummary {
+		return want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict, msg)
+	}
 	podOK := newPod(testName, owned, readyPod("10.0.0.5"))
 	runSyncCases(t, []syncCase{
 		{
@@ -82,48 +86,53 @@ func TestSyncPVCs(t *testing.T) {
 			steady:     true,
 		},
 		{
-			name:    "unowned claim in the cache is adopted with one update",
+			name:    "unowned claim in the cache: not adopted or relabelled, no pod, OwnershipConflict naming it",
 			sandbox: newSandbox(withVCT("data")),
 			cached: []runtime.Object{newPVC("data", unowned, func(c *corev1.PersistentVolumeClaim) {
 				c.Labels["keep"] = "me"
-			}), podOK},
-			wantWrites: []string{"update persistentvolumeclaims", "update sandboxes/status"},
-			wantEvents: []string{"Normal PersistentVolumeClaimAdopted Adopted PersistentVolumeClaim data-sb"},
+			})},
+			wantErr:    pvcUnowned,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + pvcUnowned},
+			wantConds:  []condSummary{conflictCond(pvcUnowned)},
 			steady:     true,
-			check: func(t *testing.T, f *fixture) {
-				pvc := written[*corev1.PersistentVolumeClaim](t, &f.kube.Fake, "update", "persistentvolumeclaims")
-				if !apiequality.Semantic.DeepEqual(pvc.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
-					t.Errorf("owner references = %+v", pvc.OwnerReferences)
-				}
-				checkMap(t, "labels", pvc.Labels, labels(hashLabel, testHash, "keep", "me"))
-			},
 		},
 		{
-			name:       "unowned, unlabelled claim unseen by the cache: create says AlreadyExists, then adopted",
+			name:       "unowned claim while the Sandbox's own pod runs: the pod is still reported, the claim left alone",
 			sandbox:    newSandbox(withVCT("data")),
-			cached:     []runtime.Object{podOK},
-			apiOnly:    []runtime.Object{newPVC("data", unowned, func(c *corev1.PersistentVolumeClaim) { c.Labels = nil })},
-			wantWrites: []string{"create persistentvolumeclaims", "update persistentvolumeclaims", "update sandboxes/status"},
-			wantEvents: []string{"Normal PersistentVolumeClaimAdopted Adopted PersistentVolumeClaim data-sb"},
-			steady:     true,
-			check: func(t *testing.T, f *fixture) {
-				pvc := written[*corev1.PersistentVolumeClaim](t, &f.kube.Fake, "update", "persistentvolumeclaims")
-				if !apiequality.Semantic.DeepEqual(pvc.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
-					t.Errorf("owner references = %+v", pvc.OwnerReferences)
-				}
-				checkMap(t, "labels", pvc.Labels, labels(hashLabel, testHash))
-			},
+			cached:     []runtime.Object{newPVC("data", unowned), podOK},
+			wantErr:    pvcUnowned,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + pvcUnowned},
+			wantConds:  []condSummary{conflictCond(pvcUnowned)},
+			wantStatus: runningStatus("10.0.0.5"),
 		},
 		{
-			name:       "claim controlled by another object: refused, no pod, ReconcilerError",
+			name:       "unowned, unlabelled claim unseen by the cache: create says AlreadyExists, then left alone",
+			sandbox:    newSandbox(withVCT("data")),
+			apiOnly:    []runtime.Object{newPVC("data", unowned, func(c *corev1.PersistentVolumeClaim) { c.Labels = nil })},
+			wantErr:    pvcUnowned,
+			wantWrites: []string{"create persistentvolumeclaims", "update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + pvcUnowned},
+			wantConds:  []condSummary{conflictCond(pvcUnowned)},
+		},
+		{
+			name:       "claim made by this Sandbox just before a restart, unseen by the cache: found by its controller reference, not made again",
+			sandbox:    newSandbox(withVCT("data")),
+			apiOnly:    []runtime.Object{newPVC("data", owned)},
+			wantWrites: []string{"create persistentvolumeclaims", "create pods", "update sandboxes/status"},
+			wantEvents: []string{"Normal PodCreated Created pod sb"},
+			wantConds:  []condSummary{notReadyPending},
+		},
+		{
+			name:       "claim controlled by another object: refused, no pod, OwnershipConflict",
 			sandbox:    newSandbox(withVCT("data")),
 			cached:     []runtime.Object{newPVC("data", ownedByOther)},
 			wantErr:    pvcConflict,
 			wantWrites: []string{"update sandboxes/status"},
-			wantEvents: []string{"Warning OwnershipConflict PersistentVolumeClaim data-sb is controlled by another object"},
-			wantConds: []condSummary{want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError,
-				"Error seen: "+pvcConflict)},
-			steady: true,
+			wantEvents: []string{"Warning OwnershipConflict " + pvcConflict},
+			wantConds:  []condSummary{conflictCond(pvcConflict)},
+			steady:     true,
 		},
 		{
 			name:       "claim controlled by another object, unseen by the cache: refused after AlreadyExists",
@@ -131,9 +140,8 @@ func TestSyncPVCs(t *testing.T) {
 			apiOnly:    []runtime.Object{newPVC("data", ownedByOther, func(c *corev1.PersistentVolumeClaim) { c.Labels = nil })},
 			wantErr:    pvcConflict,
 			wantWrites: []string{"create persistentvolumeclaims", "update sandboxes/status"},
-			wantEvents: []string{"Warning OwnershipConflict PersistentVolumeClaim data-sb is controlled by another object"},
-			wantConds: []condSummary{want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError,
-				"Error seen: "+pvcConflict)},
+			wantEvents: []string{"Warning OwnershipConflict " + pvcConflict},
+			wantConds:  []condSummary{conflictCond(pvcConflict)},
 		},
 		{
 			name:       "claim create fails: FailedCreate event, no pod, ReconcilerError",

@@ -75,7 +75,7 @@ func TestSyncNodeNameAndPodScheduled(t *testing.T) {
 			sandbox: newSandbox(withStatus(agentsv1beta1.SandboxStatus{Conditions: []metav1.Condition{
 				cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service is not required"),
 				cond(scheduledType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonPodScheduled, ""),
-			}, Replicas: 1, LabelSelector: hashLabel + "=" + testHash, PodIPs: []string{"10.0.0.5"}, NodeName: "kwok-node-1"})),
+			}, Replicas: 1, LabelSelector: testSelector, PodIPs: []string{"10.0.0.5"}, NodeName: "kwok-node-1"})),
 			cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"), scheduled("kwok-node-1", corev1.ConditionTrue, "", ""))},
 		},
 		{

@@ -23,11 +23,12 @@ func TestSyncService(t *testing.T) {
 	var unset *bool
 	yes, no := ptr.To(true), ptr.To(false)
 	pod := func() *corev1.Pod { return newPod(testName, owned, readyPod("10.0.0.5")) }
-	svcConflict := `Service "sb" is controlled by ReplicaSet "other", refusing to use it`
-	readyWithSvc := want(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service exists")
-	reconcileErr := func(msg string) condSummary {
-		return want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError, "Error seen: "+msg)
+	svcConflict := `Service "sb" already exists and is controlled by ReplicaSet "other": it was not made for this object and is left as it is`
+	svcUnowned := `Service "sb" already exists and has no controller: it was not made for this object and is left as it is`
+	conflictCond := func(msg string) condSummary {
+		return want(readyType, metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict, msg)
 	}
+	readyWithSvc := want(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service exists")
 	withSvcStatus := func(fqdn string) *agentsv1beta1.SandboxStatus {
 		st := runningStatus("10.0.0.5")
 		st.Service, st.ServiceFQDN = testName, fqdn
@@ -47,7 +48,7 @@ func TestSyncService(t *testing.T) {
 			if svc.Labels[hashLabel] != testHash {
 				t.Errorf("labels = %v, want the hash label", svc.Labels)
 			}
-			checkMap(t, "selector", svc.Spec.Selector, labels(hashLabel, testHash))
+			checkMap(t, "selector", svc.Spec.Selector, labels(uidLabel, string(testUID)))
 			if !apiequality.Semantic.DeepEqual(svc.OwnerReferences, owner) {
 				t.Errorf("owner references = %+v, want %+v", svc.OwnerReferences, owner)
 			}
@@ -89,28 +90,26 @@ func TestSyncService(t *testing.T) {
 			steady:     true,
 		},
 		{
-			name:       "unset, unowned: left alone, but counted for Ready and reported",
+			name:       "unset, unowned: left alone, not the Sandbox's Service, not counted",
 			sandbox:    newSandbox(withService(unset)),
 			cached:     []runtime.Object{pod(), newService(unowned, drifted, withClusterIP("10.96.0.9"))},
 			wantWrites: []string{"update sandboxes/status"},
-			wantConds:  []condSummary{readyWithSvc},
-			wantStatus: withSvcStatus(fqdn),
+			wantConds:  []condSummary{readyNoService},
+			wantStatus: runningStatus("10.0.0.5"),
 			steady:     true,
 		},
 		{
-			name:       "unset, controlled by another object: refused with an error",
+			name:       "unset, controlled by another object: left alone, none wanted, no error",
 			sandbox:    newSandbox(withService(unset)),
 			cached:     []runtime.Object{pod(), newService(ownedByOther)},
-			wantErr:    svcConflict,
 			wantWrites: []string{"update sandboxes/status"},
-			wantEvents: []string{"Warning OwnershipConflict Service sb is controlled by another object"},
-			wantConds:  []condSummary{reconcileErr(svcConflict)},
+			wantConds:  []condSummary{readyNoService},
 			wantStatus: runningStatus("10.0.0.5"),
 			steady:     true,
 		},
 		// spec.service true
 		{
-			name:       "true, missing: a headless Service selecting the hash label is created",
+			name:       "true, missing: a headless Service selecting the Sandbox UID label is created",
 			sandbox:    newSandbox(withService(yes)),
 			cached:     []runtime.Object{pod()},
 			wantWrites: []string{"create services", "update sandboxes/status"},
@@ -126,7 +125,7 @@ func TestSyncService(t *testing.T) {
 				if svc.Spec.ClusterIP != corev1.ClusterIPNone {
 					t.Errorf("clusterIP = %q, want None", svc.Spec.ClusterIP)
 				}
-				checkMap(t, "selector", svc.Spec.Selector, labels(hashLabel, testHash))
+				checkMap(t, "selector", svc.Spec.Selector, labels(uidLabel, string(testUID)))
 				checkMap(t, "labels", svc.Labels, labels(hashLabel, testHash))
 				if !apiequality.Semantic.DeepEqual(svc.OwnerReferences, []metav1.OwnerReference{sandboxRef()}) {
 					t.Errorf("owner references = %+v", svc.OwnerReferences)
@@ -134,45 +133,54 @@ func TestSyncService(t *testing.T) {
 			},
 		},
 		{
-			name:       "true, unowned headless: adopted with one update",
+			name:       "true, unowned headless: not adopted or relabelled, OwnershipConflict naming it",
 			sandbox:    newSandbox(withService(yes)),
 			cached:     []runtime.Object{pod(), newService(unowned, drifted)},
+			wantErr:    svcUnowned,
+			wantWrites: []string{"update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + svcUnowned},
+			wantConds:  []condSummary{conflictCond(svcUnowned)},
+			wantStatus: runningStatus("10.0.0.5"),
+			steady:     true,
+		},
+		{
+			name:       "true, owned, made before the UID selector: moved to it in one write",
+			sandbox:    newSandbox(withService(yes)),
+			cached:     []runtime.Object{pod(), newService(owned, func(s *corev1.Service) { s.Spec.Selector = labels(hashLabel, testHash) })},
 			wantWrites: []string{"update services", "update sandboxes/status"},
-			wantEvents: []string{"Normal ServiceAdopted Adopted service sb"},
 			wantConds:  []condSummary{readyWithSvc},
 			wantStatus: withSvcStatus(fqdn),
 			check:      wantDriven([]metav1.OwnerReference{sandboxRef()}),
 			steady:     true,
 		},
 		{
-			name:       "true, unowned with an empty clusterIP: adopted",
-			sandbox:    newSandbox(withService(yes)),
-			cached:     []runtime.Object{pod(), newService(unowned, withClusterIP(""))},
-			wantWrites: []string{"update services", "update sandboxes/status"},
-			wantEvents: []string{"Normal ServiceAdopted Adopted service sb"},
-			wantConds:  []condSummary{readyWithSvc},
-			check:      wantDriven([]metav1.OwnerReference{sandboxRef()}),
-		},
-		{
-			name:       "true, unowned and unlabelled, unseen by the cache: adopted after AlreadyExists",
+			name:       "true, unowned and unlabelled, unseen by the cache: left alone after AlreadyExists",
 			sandbox:    newSandbox(withService(yes)),
 			cached:     []runtime.Object{pod()},
 			apiOnly:    []runtime.Object{newService(unowned, unlabelled)},
-			wantWrites: []string{"create services", "update services", "update sandboxes/status"},
-			wantEvents: []string{"Normal ServiceAdopted Adopted service sb"},
-			wantConds:  []condSummary{readyWithSvc},
-			wantStatus: withSvcStatus(fqdn),
-			check:      wantDriven([]metav1.OwnerReference{sandboxRef()}),
-			steady:     true,
+			wantErr:    svcUnowned,
+			wantWrites: []string{"create services", "update sandboxes/status"},
+			wantEvents: []string{"Warning OwnershipConflict " + svcUnowned},
+			wantConds:  []condSummary{conflictCond(svcUnowned)},
+			wantStatus: runningStatus("10.0.0.5"),
 		},
 		{
-			name:       "true, unowned with a cluster IP: refused with an error, not touched",
+			name:       "true, made by this Sandbox just before a restart, unseen by the cache: found after AlreadyExists, not made again",
+			sandbox:    newSandbox(withService(yes)),
+			cached:     []runtime.Object{pod()},
+			apiOnly:    []runtime.Object{newService(owned)},
+			wantWrites: []string{"create services", "update sandboxes/status"},
+			wantConds:  []condSummary{readyWithSvc},
+			wantStatus: withSvcStatus(fqdn),
+		},
+		{
+			name:       "true, unowned with a cluster IP: not touched, OwnershipConflict",
 			sandbox:    newSandbox(withService(yes)),
 			cached:     []runtime.Object{pod(), newService(unowned, withClusterIP("10.96.0.9"))},
-			wantErr:    "exists with a cluster IP",
+			wantErr:    svcUnowned,
 			wantWrites: []string{"update sandboxes/status"},
-			wantConds: []condSummary{reconcileErr("service sb exists with a cluster IP; " +
-				"a Sandbox's Service must be headless (clusterIP: None)")},
+			wantEvents: []string{"Warning OwnershipConflict " + svcUnowned},
+			wantConds:  []condSummary{conflictCond(svcUnowned)},
 			wantStatus: runningStatus("10.0.0.5"),
 			steady:     true,
 		},
@@ -191,8 +199,8 @@ func TestSyncService(t *testing.T) {
 			cached:     []runtime.Object{pod(), newService(ownedByOther)},
 			wantErr:    svcConflict,
 			wantWrites: []string{"update sandboxes/status"},
-			wantEvents: []string{"Warning OwnershipConflict Service sb is controlled by another object"},
-			wantConds:  []condSummary{reconcileErr(svcConflict)},
+			wantEvents: []string{"Warning OwnershipConflict " + svcConflict},
+			wantConds:  []condSummary{conflictCond(svcConflict)},
 			steady:     true,
 		},
 		{
@@ -202,7 +210,8 @@ func TestSyncService(t *testing.T) {
 			apiOnly:    []runtime.Object{newService(ownedByOther, unlabelled)},
 			wantErr:    svcConflict,
 			wantWrites: []string{"create services", "update sandboxes/status"},
-			wantConds:  []condSummary{reconcileErr(svcConflict)},
+			wantEvents: []string{"Warning OwnershipConflict " + svcConflict},
+			wantConds:  []condSummary{conflictCond(svcConflict)},
 		},
 		// spec.service false
 		{

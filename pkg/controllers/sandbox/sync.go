@@ -20,6 +20,8 @@ import (
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
 
 // sync brings the children of one Sandbox to what its spec asks and writes its status when it
@@ -38,6 +40,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
+	}
+	if namespaceuid.StaleIn(c.namespaces, cached) {
+		// Left by an earlier namespace of this name: nothing is made for it in the new one;
+		// namespacecleanup deletes it.
+		return nil
 	}
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.
@@ -98,7 +105,7 @@ func (c *Controller) computeStatus(sb *agentsv1beta1.Sandbox, state children, ch
 	st.Replicas, st.LabelSelector, st.PodIPs, st.NodeName = 0, "", nil, ""
 	if p := state.pod; p != nil && p.DeletionTimestamp == nil {
 		st.Replicas = 1
-		st.LabelSelector = agentsv1beta1.SandboxNameHashLabel + "=" + hashOf(sb)
+		st.LabelSelector = agentsv1beta1.SandboxUIDLabel + "=" + string(sb.UID)
 		for _, ip := range p.Status.PodIPs {
 			st.PodIPs = append(st.PodIPs, ip.IP)
 		}
@@ -152,7 +159,16 @@ func conditions(sb *agentsv1beta1.Sandbox, state children, childErr error) []met
 
 func readyCondition(sb *agentsv1beta1.Sandbox, state children, childErr error) metav1.Condition {
 	cond := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), ObservedGeneration: sb.Generation}
-	if childErr != nil {
+	var conflict *ownership.ConflictError
+	var forbidden *podForbiddenError
+	switch {
+	case errors.As(childErr, &conflict):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict, conflict.Error()
+		return cond
+	case errors.As(childErr, &forbidden):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonPodCreationForbidden, forbidden.Error()
+		return cond
+	case childErr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonReconcilerError, "Error seen: "+childErr.Error()
 		return cond
 	}
@@ -315,7 +331,7 @@ func (c *Controller) expire(ctx context.Context, sb, cached *agentsv1beta1.Sandb
 		Reason: agentsv1beta1.SandboxReasonExpired, Message: "Sandbox passed its shutdownTime", ObservedGeneration: sb.Generation}
 	ready := meta.FindStatusCondition(cached.Status.Conditions, string(agentsv1beta1.SandboxConditionReady))
 	if ready == nil || ready.Reason != agentsv1beta1.SandboxReasonExpired {
-		pod, _ := c.currentPod(sb)
+		pod, _ := c.ownedPod(sb)
 		if f := finishedCondition(pod); f != nil {
 			f.ObservedGeneration = sb.Generation
 			meta.SetStatusCondition(&sb.Status.Conditions, *f)

@@ -6,10 +6,12 @@ package sandboxclaim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,11 +115,6 @@ func TestAdoptCandidates(t *testing.T) {
 			name:      "default takes the oldest Ready member",
 			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", testPool), warmMember("m2", otherPool)},
 			wantAdopt: "m1", wantQueued: []string{"m2"},
-		},
-		{
-			name:      "default takes a member controlled by nobody",
-			queued:    []*agentsv1beta1.Sandbox{warmMember("m1", "")},
-			wantAdopt: "m1",
 		},
 		{
 			name:      "a named pool takes only its own members; the others stay queued",
@@ -485,4 +482,47 @@ func TestAdoptWithoutTemplate(t *testing.T) {
 		t.Errorf("pod metadata = %+v, want %+v", ups[0].Spec.PodTemplate.ObjectMeta, want)
 	}
 	checkReady(t, f.lastStatus(), metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+}
+
+// TestNamespaceOfEarlierObjects: objects recorded with the UID of an earlier namespace of the same
+// name (deleted and created again while the server was away) are not served: such a claim makes
+// and takes nothing, and such a warm member is not handed to a claim of the new namespace.
+func TestNamespaceOfEarlierObjects(t *testing.T) {
+	recorded := func(uid string) map[string]string {
+		if uid == "" {
+			return nil
+		}
+		return map[string]string{agentsv1beta1.NamespaceUIDAnnotation: uid}
+	}
+	for _, tc := range []struct {
+		name                  string
+		claimUID, memberUID   string
+		wantAdopt, wantCreate bool
+	}{
+		{name: "claim and member of the namespace: adopted", claimUID: "ns-now", memberUID: "ns-now", wantAdopt: true},
+		{name: "member of an earlier namespace: not offered, a cold sandbox instead", claimUID: "ns-now", memberUID: "ns-before", wantCreate: true},
+		{name: "claim of an earlier namespace: nothing made or taken", claimUID: "ns-before", memberUID: "ns-now"},
+		{name: "member stored before UIDs were recorded: adopted", claimUID: "ns-now", wantAdopt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := newClaim(func(c *extensionsv1beta1.SandboxClaim) { c.Annotations = recorded(tc.claimUID) })
+			member := warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+				maps.Copy(sb.Annotations, recorded(tc.memberUID))
+			})
+			f := newFixture(t, claim, newTemplate())
+			f.must(f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "ns-now"}}))
+			f.add(member)
+			f.warm(member)
+			f.mustSync(testClaim)
+			if adopted := len(f.updatedSandboxes()) == 1; adopted != tc.wantAdopt {
+				t.Errorf("adopted = %v, want %v; writes %q", adopted, tc.wantAdopt, f.writes())
+			}
+			if created := len(f.createdSandboxes()) == 1; created != tc.wantCreate {
+				t.Errorf("created = %v, want %v; writes %q", created, tc.wantCreate, f.writes())
+			}
+			if !tc.wantAdopt && !tc.wantCreate && len(f.writes()) != 0 {
+				t.Errorf("writes %q, want none", f.writes())
+			}
+		})
+	}
 }

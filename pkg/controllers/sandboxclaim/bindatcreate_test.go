@@ -250,9 +250,9 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			wantBound: "m1", wantQueued: []string{"m2"},
 		},
 		{
-			name:      "an explicit default policy takes a member controlled by nobody",
+			name:      "an explicit default policy takes a member of the pool",
 			claim:     []func(*extensionsv1beta1.SandboxClaim){warmpool(extensionsv1beta1.WarmPoolPolicyDefault)},
-			queued:    []*agentsv1beta1.Sandbox{ready("m1", "")},
+			queued:    []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 			wantBound: "m1",
 		},
 		{
@@ -368,14 +368,6 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			claim:      []func(*extensionsv1beta1.SandboxClaim){warmpool(testPool)},
 			queued:     []*agentsv1beta1.Sandbox{ready("o1", otherPool)},
 			wantQueued: []string{"o1"}, thenPlainGets: "o1",
-		},
-		{
-			name:  "a named pool is never offered a member controlled by nobody",
-			claim: []func(*extensionsv1beta1.SandboxClaim){warmpool(testPool)},
-			queued: []*agentsv1beta1.Sandbox{ready("n1", "", func(sb *agentsv1beta1.Sandbox) {
-				sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] = fnvHash("orphans")
-			})},
-			wantQueued: []string{"n1"}, thenPlainGets: "n1",
 		},
 		{
 			name: "a member that turned not-Ready after it was queued is skipped for the next",

@@ -15,13 +15,17 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
@@ -66,6 +70,8 @@ type Controller struct {
 	claims          extlisters.SandboxClaimLister
 	claimIndex      cache.Indexer
 	templates       extlisters.SandboxTemplateLister
+	pools           extlisters.SandboxWarmPoolLister
+	namespaces      corelisters.NamespaceLister
 	sandboxes       agentslisters.SandboxLister
 	sandboxIndex    cache.Indexer
 	sharedRevisions bool
@@ -79,9 +85,13 @@ type Config struct {
 	Client    versioned.Interface
 	Claims    extinformers.SandboxClaimInformer
 	Templates extinformers.SandboxTemplateInformer
+	// WarmPools tell which pool made a warm member: a claim takes only those.
+	WarmPools extinformers.SandboxWarmPoolInformer
 	Sandboxes agentsinformers.SandboxInformer
-	Events    record.EventRecorder
-	Workers   int
+	// Namespaces tell a claim of an earlier namespace of the same name, which is not served.
+	Namespaces coreinformers.NamespaceInformer
+	Events     record.EventRecorder
+	Workers    int
 	// SharedRevisions says claims and sandboxes are kept in one etcd, so that their
 	// resourceVersions compare and the sandbox cache can tell whether it has caught up with a
 	// claim.
@@ -99,6 +109,8 @@ func New(c Config) (*Controller, error) {
 		claims:          c.Claims.Lister(),
 		claimIndex:      c.Claims.Informer().GetIndexer(),
 		templates:       c.Templates.Lister(),
+		pools:           c.WarmPools.Lister(),
+		namespaces:      c.Namespaces.Lister(),
 		sandboxes:       c.Sandboxes.Lister(),
 		sandboxIndex:    c.Sandboxes.Informer().GetIndexer(),
 		sharedRevisions: c.SharedRevisions,
@@ -107,7 +119,8 @@ func New(c Config) (*Controller, error) {
 		}),
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
-	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced}
+	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced,
+		c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
 
 	if err := c.Claims.Informer().AddIndexers(cache.Indexers{byTemplate: func(obj any) ([]string, error) {
 		claim := obj.(*extensionsv1beta1.SandboxClaim)
@@ -203,19 +216,32 @@ func (c *Controller) sandboxDeleted(obj any) {
 }
 
 // adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a Ready member
-// of a warm pool (controlled by the pool or by nobody), not being deleted.
+// of a warm pool, controlled by the pool its label names, not being deleted. Labels alone are
+// anybody's to copy; the chooser also checks the controller's UID against the pool (madeByPool).
 func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	refHash := sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel]
 	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
 		return warmqueue.Bucket{}, false
 	}
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind != warmPoolKind.Kind {
+	if ref := poolRef(sb); ref == nil || naming.NameHash(ref.Name) != sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] {
 		return warmqueue.Bucket{}, false
 	}
 	if !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey) {
 		return warmqueue.Bucket{}, false
 	}
 	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash}, true
+}
+
+// poolRef returns the controller reference of sb when it is a SandboxWarmPool, nil otherwise.
+func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(sb)
+	if ref == nil || ref.Kind != warmPoolKind.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != warmPoolKind.Group {
+		return nil
+	}
+	return ref
 }
 
 // ownedSandboxes returns the sandboxes controlled by the claim with this UID.

@@ -28,7 +28,7 @@ func TestAdoptableBucket(t *testing.T) {
 		want bool
 	}{
 		{name: "Ready member of a pool", sb: warmMember("m", testPool), want: true},
-		{name: "Ready member controlled by nobody", sb: warmMember("m", ""), want: true},
+		{name: "Ready member controlled by nobody", sb: warmMember("m", "")},
 		{name: "not Ready", sb: warmMember("m", testPool, sandboxReady("False", "DependenciesNotReady", ""))},
 		{name: "no Ready condition", sb: warmMember("m", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
 		{name: "being deleted", sb: warmMember("m", testPool, sandboxDeleting)},

@@ -19,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -234,6 +237,18 @@ func withRV(rv string) func(*agentsv1beta1.Sandbox) {
 	return func(sb *agentsv1beta1.Sandbox) { sb.ResourceVersion = rv }
 }
 
+// testPools are the warm pools the tests' members belong to, as their controller references
+// name them (poolOwnerRef).
+func testPools() []*extensionsv1beta1.SandboxWarmPool {
+	var out []*extensionsv1beta1.SandboxWarmPool
+	for _, name := range []string{testPool, "other-pool"} {
+		ref := poolOwnerRef(name)
+		out = append(out, &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: ref.UID},
+			Spec: extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: testTemplate}}})
+	}
+	return out
+}
+
 // unofferable are members of the test pool that no claim of the test template in testNS may take,
 // each with what rules it out; the adoption and the binding at create both check them.
 func unofferable() []struct {
@@ -251,6 +266,21 @@ func unofferable() []struct {
 		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
 			sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
 		})},
+		// A Sandbox someone dressed up as a member: the labels, but not made by the pool.
+		{"controlled by nobody", warmMember("m1", "")},
+		{"controlled by another kind", warmMember("m1", testPool, withOwner(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment",
+			Name: testPool, UID: poolOwnerRef(testPool).UID, Controller: ptr.To(true)}))},
+		{"controlled by a pool of another group", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].APIVersion = "example.com/v1"
+		})},
+		{"only a non-controller owner reference to the pool", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].Controller = nil
+		})},
+		{"controlled by another pool than its label names", warmMember("m1", testPool, withOwner(poolOwnerRef("other-pool")))},
+		{"controlled by a pool of its label's name but another UID (forged, or a deleted pool)", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
+			sb.OwnerReferences[0].UID = "forged-uid"
+		})},
+		{"controlled by a pool that does not exist", warmMember("m1", "gone-pool")},
 	}
 }
 
@@ -307,6 +337,8 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	queue    *queueSpy
 	c        *Controller
+	// namespaces is the cluster's namespace cache, empty unless a test fills it.
+	namespaces cache.Indexer
 }
 
 // newFixture builds the controller and puts objs into both the fake cluster and the caches.
@@ -319,16 +351,23 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		recorder: record.NewFakeRecorder(100),
 	}
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
+	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
+	f.namespaces = namespaces.Informer().GetIndexer()
 	c, err := New(Config{
-		Client:    f.client,
-		Claims:    f.inf.Extensions().V1beta1().SandboxClaims(),
-		Templates: f.inf.Extensions().V1beta1().SandboxTemplates(),
-		Sandboxes: f.inf.Agents().V1beta1().Sandboxes(),
-		Events:    f.recorder,
-		Workers:   1,
+		Client:     f.client,
+		Claims:     f.inf.Extensions().V1beta1().SandboxClaims(),
+		Templates:  f.inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools:  f.inf.Extensions().V1beta1().SandboxWarmPools(),
+		Sandboxes:  f.inf.Agents().V1beta1().Sandboxes(),
+		Namespaces: namespaces,
+		Events:     f.recorder,
+		Workers:    1,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	for _, p := range testPools() {
+		f.must(f.inf.Extensions().V1beta1().SandboxWarmPools().Informer().GetIndexer().Add(p))
 	}
 	c.now = func() time.Time { return testNow }
 	f.queue = &queueSpy{TypedRateLimitingInterface: c.loop.Queue, after: map[string]time.Duration{}}

@@ -65,6 +65,22 @@ func TestComputeStatus(t *testing.T) {
 			wantSandbox: extensionsv1beta1.SandboxStatus{Name: "sb"},
 		},
 		{
+			name: "a pod the cluster's quota refused: PodCreationForbidden mirrored with the cluster's message",
+			sb: newSandbox("sb", sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonPodCreationForbidden,
+				`pods "sb" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`)),
+			wantReady: cond{metav1.ConditionFalse, agentsv1beta1.SandboxReasonPodCreationForbidden,
+				`pods "sb" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1`},
+			wantSandbox: extensionsv1beta1.SandboxStatus{Name: "sb"},
+		},
+		{
+			name: "a child name taken by an object the sandbox does not control: OwnershipConflict mirrored naming it",
+			sb: newSandbox("sb", sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict,
+				`PersistentVolumeClaim "data-sb" already exists and has no controller: it was not made for this object and is left as it is`)),
+			wantReady: cond{metav1.ConditionFalse, agentsv1beta1.SandboxReasonOwnershipConflict,
+				`PersistentVolumeClaim "data-sb" already exists and has no controller: it was not made for this object and is left as it is`},
+			wantSandbox: extensionsv1beta1.SandboxStatus{Name: "sb"},
+		},
+		{
 			name:        "a sandbox without Ready: SandboxNotReady",
 			sb:          newSandbox("sb"),
 			wantReady:   cond{metav1.ConditionFalse, extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox sb reports no readiness yet"},

@@ -20,6 +20,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 )
 
 const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
@@ -40,6 +41,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
+	}
+	if namespaceuid.StaleIn(c.namespaces, cached) {
+		return nil // left by an earlier namespace of this name: namespacecleanup deletes it
 	}
 	if !slices.Contains(cached.Finalizers, finalizer) {
 		return c.setFinalizer(ctx, cached, true)

@@ -15,6 +15,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
@@ -28,6 +29,7 @@ import (
 type warmChooser struct {
 	warm      *warmqueue.Queue
 	templates extlisters.SandboxTemplateLister
+	pools     extlisters.SandboxWarmPoolLister
 	sandboxes agentslisters.SandboxLister
 	synced    []cache.InformerSynced
 	events    record.EventRecorder
@@ -39,7 +41,7 @@ type warmChooser struct {
 
 // chooser is the controller's warmChooser, on its current caches and clock.
 func (c *Controller) chooser() warmChooser {
-	return warmChooser{warm: c.warm, templates: c.templates, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
+	return warmChooser{warm: c.warm, templates: c.templates, pools: c.pools, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
 }
 
 // track keeps sb in the warm queue while a claim may adopt it.
@@ -69,18 +71,20 @@ func (w warmChooser) untrack(obj any) *agentsv1beta1.Sandbox {
 // spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
 const spreadCandidates = 8
 
-// bucket is where the claim's candidates wait, and accept, when not nil, picks those of the
-// one pool the claim names.
+// bucket is where the claim's candidates wait, and accept picks those made in the claim's
+// namespace (not an earlier one of the same name, by the namespace UIDs they record) and, under a
+// named pool policy, those of that pool.
 func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
 	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
-	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
-		return bucket, nil
-	}
 	poolHash := naming.NameHash(string(policy))
 	return bucket, func(key string) bool {
 		_, name, _ := splitKey(key)
 		sb, err := w.sandboxes.Sandboxes(claim.Namespace).Get(name)
-		return err == nil && sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash
+		if err != nil {
+			return true // gone since it was queued: next drops the key
+		}
+		return namespaceuid.SameNamespace(sb, claim) &&
+			(policy == extensionsv1beta1.WarmPoolPolicyDefault || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash)
 	}
 }
 
@@ -112,7 +116,22 @@ func (w warmChooser) next(bucket warmqueue.Bucket, accept func(string) bool) (ke
 		// Changed since it was queued (the cache is ahead of the queue's handler).
 		return key, nil, true
 	}
+	if !w.madeByPool(sb) {
+		return key, nil, true
+	}
 	return key, sb, true
+}
+
+// madeByPool says whether the pool that controls sb, by its controller reference, is the pool of
+// that name in the cache (same UID): a claim is handed only a member the pool controller made for
+// that pool, never a Sandbox someone dressed up as one.
+func (w warmChooser) madeByPool(sb *agentsv1beta1.Sandbox) bool {
+	ref := poolRef(sb)
+	if ref == nil {
+		return false
+	}
+	pool, err := w.pools.SandboxWarmPools(sb.Namespace).Get(ref.Name)
+	return err == nil && pool.UID == ref.UID
 }
 
 // offer hands the claim's candidates in bucket to try, one at a time, until try takes one: at most
@@ -165,6 +184,7 @@ type Standby struct {
 type StandbyConfig struct {
 	Sandboxes agentsinformers.SandboxInformer
 	Templates extinformers.SandboxTemplateInformer
+	WarmPools extinformers.SandboxWarmPoolInformer
 	Events    record.EventRecorder
 }
 
@@ -173,8 +193,9 @@ func NewStandby(c StandbyConfig) (*Standby, error) {
 	s := &Standby{warmChooser{
 		warm:      warmqueue.New(),
 		templates: c.Templates.Lister(),
+		pools:     c.WarmPools.Lister(),
 		sandboxes: c.Sandboxes.Lister(),
-		synced:    []cache.InformerSynced{c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced},
+		synced:    []cache.InformerSynced{c.Templates.Informer().HasSynced, c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced},
 		events:    c.Events,
 		now:       time.Now,
 		spread:    true,

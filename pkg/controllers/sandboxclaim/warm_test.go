@@ -24,6 +24,11 @@ import (
 func startStandby(t *testing.T, template *extensionsv1beta1.SandboxTemplate, sandboxes ...*agentsv1beta1.Sandbox) *Standby {
 	t.Helper()
 	client := fake.NewSimpleClientset(template)
+	for _, p := range testPools() {
+		if err := client.Tracker().Create(extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxwarmpools"), p, p.Namespace); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, sb := range sandboxes {
 		// The tracker would guess the resource "sandboxs" from the kind.
 		if err := client.Tracker().Create(agentsv1beta1.SchemeGroupVersion.WithResource("sandboxes"), sb, sb.Namespace); err != nil {
@@ -34,6 +39,7 @@ func startStandby(t *testing.T, template *extensionsv1beta1.SandboxTemplate, san
 	s, err := NewStandby(StandbyConfig{
 		Sandboxes: inf.Agents().V1beta1().Sandboxes(),
 		Templates: inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: inf.Extensions().V1beta1().SandboxWarmPools(),
 		Events:    record.NewFakeRecorder(100),
 	})
 	if err != nil {

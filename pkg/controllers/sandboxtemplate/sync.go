@@ -120,7 +120,8 @@ func defaultPorts(ports []networkingv1.NetworkPolicyPort) {
 	}
 }
 
-// ensurePolicy creates the template's policy, or adopts or repairs the one there.
+// ensurePolicy creates the template's policy, or repairs the one it controls. A policy of that
+// name the template does not control is reported and left as it is.
 func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, existing *networkingv1.NetworkPolicy) error {
 	desired := DesiredPolicy(t)
 	policies := c.kube.NetworkingV1().NetworkPolicies(t.Namespace)
@@ -141,15 +142,12 @@ func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.Sand
 		}
 	}
 
-	adopt := false
-	switch ownership.Of(existing, t.UID) {
-	case ownership.OwnedByOther:
-		c.events.Eventf(t, corev1.EventTypeWarning, "OwnershipConflict", "NetworkPolicy %s is controlled by another object", existing.Name)
-		return ownership.Conflict("NetworkPolicy", existing)
-	case ownership.Unowned:
-		adopt = true
+	if ownership.Of(existing, t.UID) != ownership.Owned {
+		err := ownership.Conflict("NetworkPolicy", existing)
+		c.events.Event(t, corev1.EventTypeWarning, "OwnershipConflict", err.Error())
+		return err
 	}
-	if !adopt && !drifted(existing, desired) {
+	if !drifted(existing, desired) {
 		return nil
 	}
 	if existing.DeletionTimestamp != nil {
@@ -162,9 +160,6 @@ func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.Sand
 		np.Labels = map[string]string{}
 	}
 	maps.Copy(np.Labels, desired.Labels)
-	if adopt {
-		ownership.Adopt(np, desired.OwnerReferences[0])
-	}
 	_, err := policies.Update(ctx, np, metav1.UpdateOptions{FieldManager: FieldManager})
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
@@ -174,11 +169,8 @@ func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.Sand
 	case err != nil:
 		c.events.Eventf(t, corev1.EventTypeWarning, "FailedUpdate", "Updating NetworkPolicy %s: %v", np.Name, err)
 		return err
-	case adopt:
-		c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyAdopted", "Adopted NetworkPolicy %s", np.Name)
-	default:
-		c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyUpdated", "Updated NetworkPolicy %s to the template's rules", np.Name)
 	}
+	c.events.Eventf(t, corev1.EventTypeNormal, "NetworkPolicyUpdated", "Updated NetworkPolicy %s to the template's rules", np.Name)
 	return nil
 }
 

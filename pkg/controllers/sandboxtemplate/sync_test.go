@@ -259,7 +259,7 @@ func TestSyncExistingPolicy(t *testing.T) {
 			name: "lost selector label repaired, other labels kept", tmpl: tmpl, existing: unlabelled, wantVerb: "update", wantEvent: "NetworkPolicyUpdated",
 			wantLabels: map[string]string{"keep": "me", "agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("web")},
 		},
-		{name: "uncontrolled adopted", tmpl: tmpl, existing: policy("web", nil, outdated), wantVerb: "update", wantEvent: "NetworkPolicyAdopted"},
+		{name: "uncontrolled: not adopted or repaired, refused", tmpl: tmpl, existing: policy("web", nil, outdated), wantErr: true, wantEvent: "OwnershipConflict"},
 		{name: "controlled by another object refused", tmpl: tmpl, existing: policy("web", &other, outdated), wantErr: true, wantEvent: "OwnershipConflict"},
 		{
 			name: "unmanaged deletes ours",
@@ -355,7 +355,7 @@ func TestSyncPolicyOutsideCache(t *testing.T) {
 		wantErr   bool
 	}{
 		{name: "ours and equal", owner: &ours, wantVerbs: []string{"create"}},
-		{name: "uncontrolled, adopted", owner: nil, wantVerbs: []string{"create", "update"}},
+		{name: "uncontrolled, left as it is", owner: nil, wantVerbs: []string{"create"}, wantErr: true},
 		{name: "another's, refused", owner: &other, wantVerbs: []string{"create"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,8 @@
 
 // Package sandboxwarmpool is the SandboxWarmPool controller: it keeps spec.replicas Sandboxes made
 // from the pool's template ready for claims to adopt, replaces members that are stale (under the
-// Recreate strategy) or stuck not Ready, adopts fit orphans, and reports the pool's status.
+// Recreate strategy) or stuck not Ready, and reports the pool's status. It never takes over a
+// Sandbox it did not make: an unowned Sandbox with the pool's labels is not a member.
 //
 // A member is a Sandbox in the pool's namespace labelled agents.x-k8s.io/warm-pool-sandbox with
 // the hash of the pool's name and controlled by the pool. A claim that adopts a member strips the
@@ -19,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -71,6 +74,7 @@ type Controller struct {
 	maxBatchSize int
 
 	pools       extlisters.SandboxWarmPoolLister
+	namespaces  corelisters.NamespaceLister
 	poolIndex   cache.Indexer
 	templates   extlisters.SandboxTemplateLister
 	memberIndex cache.Indexer
@@ -109,8 +113,10 @@ type Config struct {
 	Pools     extinformers.SandboxWarmPoolInformer
 	Templates extinformers.SandboxTemplateInformer
 	Sandboxes agentsinformers.SandboxInformer
-	Events    record.EventRecorder
-	Workers   int
+	// Namespaces tell a pool of an earlier namespace of the same name, for which nothing is made.
+	Namespaces coreinformers.NamespaceInformer
+	Events     record.EventRecorder
+	Workers    int
 	// MaxBatchSize caps the creates, and the deletes, of one pass over a pool; DefaultMaxBatchSize
 	// when not positive.
 	MaxBatchSize int
@@ -127,6 +133,7 @@ func New(c Config) (*Controller, error) {
 		maxBatchSize: c.MaxBatchSize,
 		adoptions:    map[string]adoptionBurst{},
 		pools:        c.Pools.Lister(),
+		namespaces:   c.Namespaces.Lister(),
 		poolIndex:    c.Pools.Informer().GetIndexer(),
 		templates:    c.Templates.Lister(),
 		memberIndex:  c.Sandboxes.Informer().GetIndexer(),
@@ -139,7 +146,7 @@ func New(c Config) (*Controller, error) {
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.requeueAfter = ctrl.loop.Queue.AddAfter
 	ctrl.synced = []cache.InformerSynced{
-		c.Pools.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced,
+		c.Pools.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced,
 	}
 
 	if err := addIndexers(c.Pools.Informer(), cache.Indexers{poolsByTemplate: indexPoolByTemplate}); err != nil {

@@ -26,6 +26,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
@@ -56,6 +57,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if pool.DeletionTimestamp != nil {
 		return c.finalize(ctx, key, pool)
 	}
+	if namespaceuid.StaleIn(c.namespaces, pool) {
+		return nil // left by an earlier namespace of this name: namespacecleanup deletes it
+	}
 	if !slices.Contains(pool.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.
 		return c.addFinalizer(ctx, pool)
@@ -73,11 +77,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	p := classify(pool, members, rev)
 	var errs []error
-	if len(p.orphans) > 0 {
-		adopted, err := c.adopt(ctx, pool, p.orphans)
-		p.active = append(p.active, adopted...)
-		errs = append(errs, err)
-	}
 	if wait := p.sweepStuck(c.clock.Now()); wait > 0 {
 		c.requeueAfter(key, wait)
 	}
@@ -96,8 +95,6 @@ type revision struct {
 	template *extensionsv1beta1.SandboxTemplate
 	refHash  string
 	podHash  string
-	// podSpec is the pod spec of a member made now, to vet orphans against.
-	podSpec corev1.PodSpec
 }
 
 // revisionOf returns the revision of the pool's template, nil when there is no such template.
@@ -117,7 +114,6 @@ func (c *Controller) revisionOf(pool *extensionsv1beta1.SandboxWarmPool) (*revis
 		template: t,
 		refHash:  naming.NameHash(t.Name),
 		podHash:  podHash,
-		podSpec:  fromtemplate.NewSandbox(t).Spec.PodTemplate.Spec,
 	}, nil
 }
 
@@ -146,13 +142,6 @@ func (r *revision) stale(sb *agentsv1beta1.Sandbox) bool {
 		sb.Labels[agentsv1beta1.SandboxPodTemplateHashLabel] != r.podHash
 }
 
-// unfitOrphan says whether an orphan may not join the pool: it is stale, or its pod spec is not
-// the one the template makes. Labels are easy to copy; an orphan joins, and may then be handed to
-// a claim, only if what it runs is what the template says.
-func (r *revision) unfitOrphan(sb *agentsv1beta1.Sandbox) bool {
-	return r.stale(sb) || !apiequality.Semantic.DeepEqual(sb.Spec.PodTemplate.Spec, r.podSpec)
-}
-
 // members returns the sandboxes labelled as the pool's, whoever controls them.
 func (c *Controller) members(pool *extensionsv1beta1.SandboxWarmPool) ([]*agentsv1beta1.Sandbox, error) {
 	objs, err := c.memberIndex.ByIndex(sandboxesByPoolLabel, pool.Namespace+"/"+naming.NameHash(pool.Name))
@@ -178,16 +167,14 @@ type doomed struct {
 type plan struct {
 	// active members count toward spec.replicas and the status.
 	active []*agentsv1beta1.Sandbox
-	// orphans are fit to be adopted.
-	orphans []*agentsv1beta1.Sandbox
 	// condemned are deleted whatever the replica count.
 	condemned []doomed
 }
 
 // classify sorts the labelled sandboxes of a pool:
-//   - deleting ones, and ones another object controls (a claim took them), are left out;
-//   - orphans join when fit and are deleted when not, as long as the template is there to vet
-//     them (without it they are left alone);
+//   - deleting ones, ones another object controls (a claim took them) and ones nobody controls
+//     are left out: the pool counts, hands out and deletes only members it made itself, whatever
+//     labels anybody else copied onto a Sandbox;
 //   - members are active, except stale ones under the Recreate strategy, which are deleted. Under
 //     OnReplenish (the default, and the fallback for unknown strategies) stale members stay active
 //     until a claim adopts them or they are deleted, as the seeds' filterActiveSandboxes does:
@@ -197,25 +184,13 @@ func classify(pool *extensionsv1beta1.SandboxWarmPool, members []*agentsv1beta1.
 		pool.Spec.UpdateStrategy.Type == extensionsv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
 	p := &plan{}
 	for _, sb := range members {
-		if sb.DeletionTimestamp != nil {
+		if sb.DeletionTimestamp != nil || ownership.Of(sb, pool.UID) != ownership.Owned {
 			continue
 		}
-		switch ownership.Of(sb, pool.UID) {
-		case ownership.OwnedByOther:
-		case ownership.Unowned:
-			switch {
-			case rev == nil:
-			case rev.unfitOrphan(sb):
-				p.condemned = append(p.condemned, doomed{sb, whyStale})
-			default:
-				p.orphans = append(p.orphans, sb)
-			}
-		case ownership.Owned:
-			if recreate && rev != nil && rev.stale(sb) {
-				p.condemned = append(p.condemned, doomed{sb, whyStale})
-			} else {
-				p.active = append(p.active, sb)
-			}
+		if recreate && rev != nil && rev.stale(sb) {
+			p.condemned = append(p.condemned, doomed{sb, whyStale})
+		} else {
+			p.active = append(p.active, sb)
 		}
 	}
 	return p
@@ -405,34 +380,6 @@ func deletionSummary(list []doomed, deleted []bool) string {
 		noun = "member"
 	}
 	return fmt.Sprintf("Deleted %d %s (%s)", total, noun, strings.Join(parts, ", "))
-}
-
-// adopt makes the pool the controller of fit orphans and returns those it now controls.
-func (c *Controller) adopt(ctx context.Context, pool *extensionsv1beta1.SandboxWarmPool, orphans []*agentsv1beta1.Sandbox) ([]*agentsv1beta1.Sandbox, error) {
-	ref := *metav1.NewControllerRef(pool, poolKind)
-	var adopted []*agentsv1beta1.Sandbox
-	var errs []error
-	for _, orphan := range orphans {
-		sb := orphan.DeepCopy()
-		ownership.Adopt(sb, ref)
-		updated, err := c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
-		switch {
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			// Changed or gone since it was looked at; its event brings the pool back.
-		case err != nil:
-			errs = append(errs, err)
-		default:
-			adopted = append(adopted, updated)
-		}
-	}
-	if len(adopted) > 0 {
-		c.events.Eventf(pool, corev1.EventTypeNormal, "MembersAdopted", "Adopted %d orphaned members", len(adopted))
-	}
-	if err := errors.Join(errs...); err != nil {
-		c.events.Eventf(pool, corev1.EventTypeWarning, "FailedAdopt", "Adopting orphaned members: %v", err)
-		return adopted, err
-	}
-	return adopted, nil
 }
 
 // Selector is the label selector of a pool's members, as status.selector reports it.

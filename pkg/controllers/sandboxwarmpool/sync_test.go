@@ -18,7 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -42,6 +45,8 @@ type fixture struct {
 	clock  *clocktesting.FakePassiveClock
 	ctrl   *Controller
 	inf    externalversions.SharedInformerFactory
+	// namespaces is the cluster's namespace cache, empty unless a test fills it.
+	namespaces cache.Indexer
 
 	mu          sync.Mutex
 	requeued    map[string]time.Duration
@@ -92,11 +97,14 @@ func newFixture(t *testing.T, maxBatch int, objs ...runtime.Object) *fixture {
 		return false, nil, nil
 	})
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
+	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
+	f.namespaces = namespaces.Informer().GetIndexer()
 	ctrl, err := New(Config{
 		Client:       f.client,
 		Pools:        f.inf.Extensions().V1beta1().SandboxWarmPools(),
 		Templates:    f.inf.Extensions().V1beta1().SandboxTemplates(),
 		Sandboxes:    f.inf.Agents().V1beta1().Sandboxes(),
+		Namespaces:   namespaces,
 		Events:       f.events,
 		Workers:      1,
 		MaxBatchSize: maxBatch,
@@ -540,6 +548,9 @@ func TestStaleness(t *testing.T) {
 	}
 }
 
+// TestOrphansAndForeignMembers: the pool counts, adopts and deletes only the members it made.
+// A Sandbox nobody controls, or another object controls, is left exactly as it is whatever pool
+// labels it carries, and the pool makes its own members instead.
 func TestOrphansAndForeignMembers(t *testing.T) {
 	v1 := newTemplate("tmpl", "img:v1")
 	v2 := newTemplate("tmpl", "img:v2")
@@ -548,20 +559,21 @@ func TestOrphansAndForeignMembers(t *testing.T) {
 	spoofed.Spec.PodTemplate.Spec.Containers[0].Image = "evil:latest"
 	claimed := memberOf(t, pool, v2, "claimed", time.Hour, true)
 	claimed.OwnerReferences = []metav1.OwnerReference{{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxClaim", Name: "c", UID: "uid-c", Controller: ptr.To(true)}}
+	recreated := memberOf(t, pool, v2, "old-pool", time.Hour, true)
+	recreated.OwnerReferences[0].UID = "uid-of-a-deleted-pool-of-this-name"
 
 	for _, tc := range []struct {
 		name        string
 		template    *extensionsv1beta1.SandboxTemplate
 		member      *agentsv1beta1.Sandbox
-		wantAdopted bool
-		wantDeleted bool
 		wantCreates int
 	}{
-		{name: "fit orphan adopted", template: v2, member: orphaned(memberOf(t, pool, v2, "o", time.Hour, true)), wantAdopted: true},
-		{name: "stale orphan deleted", template: v2, member: orphaned(memberOf(t, pool, v1, "o", time.Hour, true)), wantDeleted: true, wantCreates: 1},
-		{name: "orphan with copied labels but another spec deleted", template: v2, member: spoofed, wantDeleted: true, wantCreates: 1},
-		{name: "orphan left alone without a template", template: nil, member: orphaned(memberOf(t, pool, v2, "o", time.Hour, true))},
+		{name: "orphan with the pool's labels and spec ignored", template: v2, member: orphaned(memberOf(t, pool, v2, "o", time.Hour, true)), wantCreates: 1},
+		{name: "stale orphan ignored, not deleted", template: v2, member: orphaned(memberOf(t, pool, v1, "o", time.Hour, true)), wantCreates: 1},
+		{name: "orphan with copied labels but another spec ignored, not deleted", template: v2, member: spoofed, wantCreates: 1},
+		{name: "orphan ignored without a template", template: nil, member: orphaned(memberOf(t, pool, v2, "o", time.Hour, true))},
 		{name: "member another object controls ignored", template: v2, member: claimed, wantCreates: 1},
+		{name: "member of an earlier pool of the same name ignored", template: v2, member: recreated, wantCreates: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []runtime.Object{pool, tc.member}
@@ -572,29 +584,18 @@ func TestOrphansAndForeignMembers(t *testing.T) {
 			if err := f.sync(ns + "/pool"); err != nil {
 				t.Fatal(err)
 			}
-			var adopted *agentsv1beta1.Sandbox
-			for _, a := range f.client.Actions() {
-				if u, ok := a.(clienttesting.UpdateAction); ok && a.GetVerb() == "update" && a.GetResource().Resource == "sandboxes" {
-					adopted = u.GetObject().(*agentsv1beta1.Sandbox)
+			for _, w := range f.writes() {
+				if w == "update/sandboxes" || w == "delete/sandboxes" || w == "patch/sandboxes" {
+					t.Errorf("the foreign sandbox was written: %v", f.writes())
 				}
-			}
-			if (adopted != nil) != tc.wantAdopted {
-				t.Fatalf("adopted = %v, writes %v", adopted != nil, f.writes())
-			}
-			if adopted != nil {
-				if ref := metav1.GetControllerOf(adopted); ref == nil || ref.UID != pool.UID || ref.Kind != "SandboxWarmPool" {
-					t.Errorf("controller after adoption = %+v", ref)
-				}
-				st := f.statusWrites()
-				if len(st) != 1 || st[0].Replicas != 1 || st[0].ReadyReplicas != 1 {
-					t.Errorf("adopted member not counted: %+v", st)
-				}
-			}
-			if got := len(f.deleted()) == 1; got != tc.wantDeleted {
-				t.Errorf("deleted = %v", f.deleted())
 			}
 			if got := f.count("create", "sandboxes"); got != tc.wantCreates {
 				t.Errorf("creates = %d, want %d", got, tc.wantCreates)
+			}
+			for _, st := range f.statusWrites() {
+				if st.Replicas != 0 || st.ReadyReplicas != 0 {
+					t.Errorf("foreign sandbox counted: %+v", st)
+				}
 			}
 		})
 	}
@@ -922,6 +923,42 @@ func TestEventHandlersQueuePools(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("queued %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPoolOfAnEarlierNamespaceMakesNothing: a pool recorded with the UID of an earlier namespace
+// of its name (deleted and created again while the server was away) makes no members in the new
+// one; namespacecleanup deletes it.
+func TestPoolOfAnEarlierNamespaceMakesNothing(t *testing.T) {
+	tmpl := newTemplate("tmpl", "img:v1")
+	for _, tc := range []struct {
+		name        string
+		recorded    string
+		wantCreates int
+	}{
+		{name: "recorded with the namespace's UID: members made", recorded: "ns-uid-now", wantCreates: 2},
+		{name: "recorded with an earlier namespace's UID: nothing made", recorded: "ns-uid-before"},
+		{name: "recorded with none (made before UIDs were recorded): members made", wantCreates: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := newPool("pool", "tmpl", 2, extensionsv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType)
+			if tc.recorded != "" {
+				pool.Annotations = map[string]string{agentsv1beta1.NamespaceUIDAnnotation: tc.recorded}
+			}
+			f := newFixture(t, 0, pool, tmpl)
+			if err := f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "ns-uid-now"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.sync(ns + "/pool"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.count("create", "sandboxes"); got != tc.wantCreates {
+				t.Errorf("creates = %d, want %d; writes %v", got, tc.wantCreates, f.writes())
+			}
+			if tc.wantCreates == 0 && len(f.writes()) != 0 {
+				t.Errorf("writes = %v, want none", f.writes())
 			}
 		})
 	}

@@ -5,8 +5,17 @@ package v1beta1
 
 // Well-known label and annotation keys shared by the API and the controllers.
 const (
-	// SandboxNameHashLabel carries the hash of the Sandbox name on every child, and selects its Pod.
+	// SandboxNameHashLabel carries the hash of the Sandbox name on every child. It is kept for
+	// compatibility; a 32-bit hash is not unique, so nothing selects a Sandbox's Pod by it.
 	SandboxNameHashLabel = "agents.x-k8s.io/sandbox-name-hash"
+	// SandboxUIDLabel carries the UID of the Sandbox on its Pod, and selects that Pod (the headless
+	// Service's selector, status.selector): no other Sandbox can share it.
+	SandboxUIDLabel = "agents.x-k8s.io/sandbox-uid"
+	// NamespaceUIDAnnotation records, on every object this server stores, the UID of the cluster
+	// namespace it was created in. The server sets it at create time and keeps it on update; an
+	// object whose namespace now has another UID was left behind by a deleted namespace of the same
+	// name and is cleaned up, never served in the new one.
+	NamespaceUIDAnnotation = "agents.x-k8s.io/namespace-uid"
 	// SandboxPropagatedLabelsAnnotation lists the Pod labels that came from spec.podTemplate.metadata.
 	SandboxPropagatedLabelsAnnotation = "agents.x-k8s.io/propagated-labels"
 	// SandboxPropagatedAnnotationsAnnotation lists the Pod annotations that came from spec.podTemplate.metadata.
@@ -51,6 +60,11 @@ const (
 	SandboxReasonSuspended            = "SandboxSuspended"
 	SandboxReasonExpired              = "SandboxExpired"
 	SandboxReasonReconcilerError      = "ReconcilerError"
+	// SandboxReasonOwnershipConflict: an object of the name a child needs exists and the Sandbox
+	// does not control it; it is left as it is.
+	SandboxReasonOwnershipConflict = "OwnershipConflict"
+	// SandboxReasonPodCreationForbidden: the cluster refused the pod (a ResourceQuota, a policy).
+	SandboxReasonPodCreationForbidden = "PodCreationForbidden"
 
 	SandboxReasonSuspendedPodTerminated    = "PodTerminated"
 	SandboxReasonSuspendedPodNotTerminated = "PodNotTerminated"

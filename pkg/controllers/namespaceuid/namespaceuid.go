@@ -1,0 +1,46 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package namespaceuid tells whether an object of this server belongs to the namespace of its name
+// that the cluster has now. Our objects live in our own etcd, so a namespace deleted and created
+// again while the server was away finds our objects of the old one still there under the same
+// name. The server records the namespace's UID on each object when it is created (the
+// agents.x-k8s.io/namespace-uid annotation, kept on every update); an object whose recorded UID is
+// not the namespace's is a leftover of the old namespace: never served, only cleaned up.
+package namespaceuid
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+)
+
+// Of returns the namespace UID recorded on obj; empty for an object made before the server
+// recorded it, whose namespace can only be told by name.
+func Of(obj metav1.Object) types.UID {
+	return types.UID(obj.GetAnnotations()[agentsv1beta1.NamespaceUIDAnnotation])
+}
+
+// Stale says whether obj was made in an earlier namespace of the same name as ns.
+func Stale(obj metav1.Object, ns *corev1.Namespace) bool {
+	recorded := Of(obj)
+	return recorded != "" && recorded != ns.UID
+}
+
+// StaleIn says whether obj was made in an earlier namespace of the same name as the one the
+// cache holds: a controller makes nothing for it (namespacecleanup deletes it). An object whose
+// namespace the cache does not hold yet is not known to be stale.
+func StaleIn(namespaces corelisters.NamespaceLister, obj metav1.Object) bool {
+	ns, err := namespaces.Get(obj.GetNamespace())
+	return err == nil && Stale(obj, ns)
+}
+
+// SameNamespace says whether a and b were made in the same namespace, as far as their records
+// tell: it is false only when both record a namespace UID and the two differ.
+func SameNamespace(a, b metav1.Object) bool {
+	ua, ub := Of(a), Of(b)
+	return ua == "" || ub == "" || ua == ub
+}
