@@ -55,9 +55,10 @@ func TestAdoptWarmMember(t *testing.T) {
 
 	f.mustSync(testClaim)
 
-	if got, want := f.writes(), []string{"update sandboxes fast-pool-abcde", "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
+	if got, want := f.writes(), []string{"update sandboxes fast-pool-abcde", "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %q, want %q", got, want)
 	}
+	expectSandboxNameLabel(t, f, "fast-pool-abcde")
 	up := f.updatedSandboxes()[0]
 	if up.ResourceVersion != "42" {
 		t.Errorf("adoption update carries resourceVersion %q, want the member's 42 (a conditional write)", up.ResourceVersion)

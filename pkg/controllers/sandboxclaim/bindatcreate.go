@@ -71,6 +71,9 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		}
 		served := claim.DeepCopy()
 		computeStatus(served, adopted, nil, false)
+		if name, ok := sandboxNameLabel(served, adopted, nil, false); ok {
+			served.Labels = withSandboxNameLabel(served.Labels, name)
+		}
 		err = commit(ctx, served, candidate, adopted)
 		if apierrors.IsConflict(err) {
 			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)

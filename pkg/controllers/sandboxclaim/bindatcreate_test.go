@@ -185,6 +185,9 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 		t.Errorf("status.sandbox = %+v, want %s with its pod IPs", served.Status.SandboxStatus, member.Name)
 	}
 	checkReady(t, served, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+	if got := served.Labels[extensionsv1beta1.ClaimSandboxNameLabel]; got != member.Name {
+		t.Errorf("served claim labels = %v, want %s=%s", served.Labels, extensionsv1beta1.ClaimSandboxNameLabel, member.Name)
+	}
 	if r := readyOf(t, served); r.ObservedGeneration != testGen {
 		t.Errorf("Ready observedGeneration = %d, want the claim's generation %d", r.ObservedGeneration, testGen)
 	}

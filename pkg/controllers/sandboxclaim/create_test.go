@@ -35,9 +35,10 @@ func TestCreateColdSandbox(t *testing.T) {
 
 	f.mustSync(testClaim)
 
-	if got, want := f.writes(), []string{"create sandboxes " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
+	if got, want := f.writes(), []string{"create sandboxes " + testClaim, "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %q, want %q", got, want)
 	}
+	expectSandboxNameLabel(t, f, testClaim)
 	sb := f.createdSandboxes()[0]
 	if sb.Name != testClaim || sb.Namespace != testNS {
 		t.Errorf("created %s/%s, want %s/%s", sb.Namespace, sb.Name, testNS, testClaim)
@@ -385,7 +386,7 @@ func TestTemplateMissingKeepsSandbox(t *testing.T) {
 			sb.Spec.PodTemplate.ObjectMeta.Labels = map[string]string{"app": "python",
 				extensionsv1beta1.SandboxIDLabel: string(testClaimUID), extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash}
 		})
-	f := newFixture(t, newClaim(), sb)
+	f := newFixture(t, newClaim(withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim)), sb)
 	f.mustSync(testClaim)
 	if got := f.writes(); !slices.Equal(got, []string{"update sandboxclaims/status " + testClaim}) {
 		t.Errorf("writes = %q, want only the status", got)

@@ -635,3 +635,16 @@ func expectAdoptedPodTemplate(t *testing.T, adopted, member *agentsv1beta1.Sandb
 		t.Errorf("the running member's pod spec changed: %+v", adopted.Spec.PodTemplate.Spec)
 	}
 }
+
+// expectSandboxNameLabel checks that the claim's last write through the main resource labelled it
+// with its sandbox's name.
+func expectSandboxNameLabel(t *testing.T, f *fixture, want string) {
+	t.Helper()
+	claims := f.updatedClaims()
+	if len(claims) == 0 {
+		t.Fatalf("the claim was not labelled with its sandbox %s", want)
+	}
+	if got := claims[len(claims)-1].Labels[extensionsv1beta1.ClaimSandboxNameLabel]; got != want {
+		t.Errorf("label %s = %q, want %q", extensionsv1beta1.ClaimSandboxNameLabel, got, want)
+	}
+}
