@@ -230,8 +230,6 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
 	}
-	metrics.RegisterSandboxCollector(ours.Agents().V1beta1().Sandboxes().Lister())
-	defer metrics.RegisterSandboxCollector(nil)
 	for _, f := range []interface{ Start(<-chan struct{}) }{children, policies, cluster, ours} {
 		f.Start(ctx.Done())
 	}

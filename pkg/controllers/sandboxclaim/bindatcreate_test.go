@@ -102,10 +102,16 @@ func (f *fixture) queued() []string {
 	return out
 }
 
-// warmCreations is the count of warm claim creations from pool.
+// warmCreations is the count of warm claim creations from pool, of members already Ready.
 func warmCreations(t *testing.T, pool string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(metrics.ClaimCreations.WithLabelValues(testNS, testTemplate, metrics.LaunchWarm, pool, "ready"))
+	return claimCreations(t, metrics.LaunchWarm, pool, "ready")
+}
+
+// claimCreations is the count of claim creations with the given labels, by their seed names.
+func claimCreations(t *testing.T, launch, pool, podCondition string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(metrics.ClaimCreations.WithLabelValues(testNS, testTemplate, launch, pool, podCondition))
 	if err != nil {
 		t.Fatal(err)
 	}

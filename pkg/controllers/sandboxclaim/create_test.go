@@ -19,6 +19,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 )
 
 func TestCreateColdSandbox(t *testing.T) {
@@ -32,11 +33,16 @@ func TestCreateColdSandbox(t *testing.T) {
 		}}
 	})
 	f := newFixture(t, claim, template)
+	metrics.Register()
+	coldBefore := claimCreations(t, metrics.LaunchCold, "none", "not_ready")
 
 	f.mustSync(testClaim)
 
 	if got, want := f.writes(), []string{"create sandboxes " + testClaim, "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %q, want %q", got, want)
+	}
+	if got := claimCreations(t, metrics.LaunchCold, "none", "not_ready") - coldBefore; got != 1 {
+		t.Errorf("cold creations counted %v times under warmpool_name=none, pod_condition=not_ready; want 1", got)
 	}
 	expectSandboxNameLabel(t, f, testClaim)
 	sb := f.createdSandboxes()[0]

@@ -119,6 +119,6 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		return nil, err
 	}
 	c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxProvisioned", "Created sandbox %s from template %s", created.Name, template.Name)
-	metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchCold, "", "not-ready").Inc()
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchCold, metrics.NoWarmPool, metrics.PodNotReady).Inc()
 	return created, nil
 }

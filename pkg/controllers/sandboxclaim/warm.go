@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -150,7 +151,8 @@ func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candi
 		pool = ref.Name
 	}
 	w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
-	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, "ready").Inc()
+	ready := meta.IsStatusConditionTrue(candidate.Status.Conditions, sandboxReadyKey)
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, metrics.PodCondition(ready)).Inc()
 }
 
 // Standby binds claims at create time in a replica that does not run the claim controller (it
