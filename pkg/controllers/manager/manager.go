@@ -92,7 +92,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
 	le := o.LeaderElection
-	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+	lock, err := resourcelock.New(le.ResourceLock, o.LeaseNamespace(), le.ResourceName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return err
