@@ -60,6 +60,9 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		}
 	}
 
+	// Only Ready members: the claim is stored Ready with its sandbox, and its creator has a running
+	// pod when the create returns. A claim no Ready member can serve is left to the controller,
+	// which may give it a member still starting.
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	unmergeable := false

@@ -400,7 +400,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			hidden: []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 		},
 	}
-	for _, u := range unofferable() {
+	for _, u := range append(unofferable(), starting()...) {
 		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
 	}
 	for _, tc := range cases {

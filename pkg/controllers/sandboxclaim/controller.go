@@ -202,8 +202,9 @@ func (c *Controller) sandboxDeleted(obj any) {
 	}
 }
 
-// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a Ready member
-// of a warm pool (controlled by the pool or by nobody), not being deleted.
+// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a member of a
+// warm pool (controlled by the pool or by nobody), not being deleted, in the Ready bucket or,
+// while its pod is not Ready, the starting one.
 func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	refHash := sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel]
 	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
@@ -212,10 +213,8 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind != warmPoolKind.Kind {
 		return warmqueue.Bucket{}, false
 	}
-	if !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey) {
-		return warmqueue.Bucket{}, false
-	}
-	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash}, true
+	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash,
+		Starting: !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey)}, true
 }
 
 // ownedSandboxes returns the sandboxes controlled by the claim with this UID.

@@ -234,6 +234,21 @@ func withRV(rv string) func(*agentsv1beta1.Sandbox) {
 	return func(sb *agentsv1beta1.Sandbox) { sb.ResourceVersion = rv }
 }
 
+// starting are members of the test pool whose pod is not Ready yet: the controller's adoption may
+// take them when no Ready member is left, the binding at create never does.
+func starting() []struct {
+	why    string
+	member *agentsv1beta1.Sandbox
+} {
+	return []struct {
+		why    string
+		member *agentsv1beta1.Sandbox
+	}{
+		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
+		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+	}
+}
+
 // unofferable are members of the test pool that no claim of the test template in testNS may take,
 // each with what rules it out; the adoption and the binding at create both check them.
 func unofferable() []struct {
@@ -244,8 +259,6 @@ func unofferable() []struct {
 		why    string
 		member *agentsv1beta1.Sandbox
 	}{
-		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
-		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
 		{"being deleted", warmMember("m1", testPool, sandboxDeleting)},
 		{"in another namespace", warmMember("m1", testPool, inNamespace("elsewhere"))},
 		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {

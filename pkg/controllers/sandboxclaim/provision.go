@@ -17,15 +17,18 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
 
 // maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
 // sandbox; each failed attempt means another claim took that candidate first.
 const maxAdoptionAttempts = 16
 
-// adopt hands a Ready warm sandbox of the claim's template to the claim in one write: the Update
+// adopt hands a warm sandbox of the claim's template to the claim in one write: the Update
 // carries the candidate's resourceVersion, so of all the claims (or pool deletions) racing for
-// one sandbox exactly one succeeds and the others move on. The pod keeps running. It returns nil
+// one sandbox exactly one succeeds and the others move on. The pod keeps running. A Ready member
+// is taken first; when none is left, one still starting (the claim becomes Ready with its pod, as
+// in the seeds), rather than a cold sandbox made beside a pool that is warming up. It returns nil
 // when no candidate was left.
 //
 // Only the template's name is needed: without the template (deleted since) the member's own pod
@@ -35,7 +38,7 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	var adopted *agentsv1beta1.Sandbox
-	_, err := w.offer(bucket, accept, maxAdoptionAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+	try := func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
 		sb, err := c.takeOver(ctx, claim, template, candidate)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			logger.V(4).Info("Warm candidate taken by someone else", "claim", klog.KObj(claim), "sandbox", key)
@@ -47,8 +50,13 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 		w.recordAdoption(claim, candidate, sb)
 		adopted = sb
 		return false, nil
-	})
-	return adopted, err
+	}
+	for _, b := range []warmqueue.Bucket{bucket, bucket.StartingBucket()} {
+		if took, err := w.offer(b, accept, maxAdoptionAttempts, try); took || err != nil {
+			return adopted, err
+		}
+	}
+	return nil, nil
 }
 
 // takeOver writes the candidate over to the claim; the Update carries the candidate's

@@ -70,8 +70,8 @@ func (w warmChooser) untrack(obj any) *agentsv1beta1.Sandbox {
 // spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
 const spreadCandidates = 8
 
-// bucket is where the claim's candidates wait, and accept, when not nil, picks those of the
-// one pool the claim names.
+// bucket is where the claim's Ready candidates wait (its StartingBucket holds those still
+// starting), and accept, when not nil, picks those of the one pool the claim names.
 func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
 	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
 	if policy == extensionsv1beta1.WarmPoolPolicyDefault {
@@ -144,14 +144,19 @@ func (w warmChooser) offer(bucket warmqueue.Bucket, accept func(string) bool, ma
 	return false, nil
 }
 
-// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
+// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation, with whether
+// the member's pod was Ready then.
 func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
 	pool := ""
 	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
 		pool = ref.Name
 	}
-	w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
 	ready := meta.IsStatusConditionTrue(candidate.Status.Conditions, sandboxReadyKey)
+	if ready {
+		w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
+	} else {
+		w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s while its pod is still starting", adopted.Name, pool)
+	}
 	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, metrics.PodCondition(ready)).Inc()
 }
 
