@@ -159,10 +159,10 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	metrics.Register()
 	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
 	if c.Controllers != nil {
-		opts, kubeConfig := c.Controllers, c.KubeConfig
+		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder); err != nil {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder, tracer); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()

@@ -11,6 +11,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 )
 
 // maxBindAttempts bounds the commits one create request tries; after that the claim is stored
@@ -65,9 +66,11 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 	// which may give it a member still starting.
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
+	ctx, traceContext, span := tracecontext.Start(ctx, w.tracer, claim.Annotations, "SandboxClaim.bind")
+	defer span.End()
 	unmergeable := false
 	bound, err := w.offer(bucket, accept, maxBindAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
-		adopted, err := adoptedSandbox(claim, template, candidate)
+		adopted, err := adoptedSandbox(claim, template, candidate, traceContext)
 		if err != nil {
 			unmergeable = true
 			return false, err

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +64,7 @@ type Controller struct {
 	now     func() time.Time
 	workers int
 	warm    *warmqueue.Queue
+	tracer  trace.TracerProvider
 
 	claims          extlisters.SandboxClaimLister
 	claimIndex      cache.Indexer
@@ -86,11 +89,19 @@ type Config struct {
 	// resourceVersions compare and the sandbox cache can tell whether it has caught up with a
 	// claim.
 	SharedRevisions bool
+	// Tracer records the spans of provisioning, children of the traces claims record; nil for
+	// none (a claim's trace context still passes on to its sandbox).
+	Tracer trace.TracerProvider
 }
 
 // New wires the controller to its informers; call it before the informers start.
 func New(c Config) (*Controller, error) {
+	tracer := c.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider()
+	}
 	ctrl := &Controller{
+		tracer:          tracer,
 		client:          c.Client,
 		events:          c.Events,
 		now:             time.Now,

@@ -22,6 +22,7 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 )
 
 const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
@@ -125,11 +126,14 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		}
 	}
 	policy := warmPoolPolicy(claim)
+	// The sandbox goes on with the trace its claim's creator recorded.
+	ctx, traceContext, span := tracecontext.Start(ctx, c.tracer, claim.Annotations, "SandboxClaim.provision")
+	defer span.End()
 	if policy != extensionsv1beta1.WarmPoolPolicyNone {
 		if len(claim.Spec.Env) > 0 {
 			return nil, claimRefused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
 		}
-		sb, err := c.adopt(ctx, claim, template, policy)
+		sb, err := c.adopt(ctx, claim, template, policy, traceContext)
 		if sb != nil || err != nil {
 			return sb, err
 		}
@@ -137,7 +141,7 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 	if template == nil {
 		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
 	}
-	return c.createSandbox(ctx, claim, template)
+	return c.createSandbox(ctx, claim, template, traceContext)
 }
 
 // findSandbox looks for the claim's sandbox by its status, by the assignment label, by the

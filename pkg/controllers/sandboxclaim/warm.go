@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,11 +38,13 @@ type warmChooser struct {
 	// spread makes next start at a random one of the first few candidates, so that replicas
 	// choosing from the same members at once seldom try the same one.
 	spread bool
+	// tracer records the spans of adoptions, children of the traces claims record.
+	tracer trace.TracerProvider
 }
 
 // chooser is the controller's warmChooser, on its current caches and clock.
 func (c *Controller) chooser() warmChooser {
-	return warmChooser{warm: c.warm, templates: c.templates, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
+	return warmChooser{warm: c.warm, templates: c.templates, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now, tracer: c.tracer}
 }
 
 // track keeps sb in the warm queue while a claim may adopt it.
@@ -185,6 +189,7 @@ func NewStandby(c StandbyConfig) (*Standby, error) {
 		events:    c.Events,
 		now:       time.Now,
 		spread:    true,
+		tracer:    noop.NewTracerProvider(),
 	}}
 	_, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
