@@ -23,6 +23,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -502,6 +503,7 @@ func schema_pkg_apis_agents_v1alpha1_Lifecycle(ref common.ReferenceCallback) com
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -764,6 +766,7 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -772,6 +775,9 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](1),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -945,6 +951,7 @@ func schema_pkg_apis_agents_v1beta1_Lifecycle(ref common.ReferenceCallback) comm
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -1207,6 +1214,7 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -1215,6 +1223,9 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](1),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1373,6 +1384,7 @@ func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback)
 					"ttlSecondsAfterFinished": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished condition mirrored from the sandbox), in seconds.",
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1380,6 +1392,7 @@ func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback)
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens when the claim expires: Delete removes the claim and its sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone, and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.\n\nPossible enum values:\n - `\"Delete\"` deletes the claim, and with it its sandbox.\n - `\"DeleteForeground\"` deletes the claim in the foreground: the claim stays, being deleted, until its sandbox and pod are gone.\n - `\"Retain\"` deletes the sandbox and keeps the claim with Ready=False ClaimExpired.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
@@ -1565,6 +1578,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
 							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool.",
+							Default:     "default",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1850,6 +1864,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 					"networkPolicyManagement": {
 						SchemaProps: spec.SchemaProps{
 							Description: "networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or Unmanaged to leave networking to something else.\n\nPossible enum values:\n - `\"Managed\"` makes the controller create and repair the NetworkPolicy.\n - `\"Unmanaged\"` leaves networking to something else; the controller removes its policy.",
+							Default:     "Managed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Managed", "Unmanaged"},
@@ -1858,6 +1873,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 					"envVarsInjectionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).\n\nPossible enum values:\n - `\"Allowed\"` lets claims add variables, not change the template's.\n - `\"Disallowed\"` refuses claims that set env.\n - `\"Overrides\"` lets claims add variables and override the template's.",
+							Default:     "Disallowed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
@@ -1992,6 +2008,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Default:     0,
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2062,6 +2079,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref commo
 					"type": {
 						SchemaProps: spec.SchemaProps{
 							Description: "type is OnReplenish (the default) or Recreate.\n\nPossible enum values:\n - `\"OnReplenish\"` keeps stale members until they are adopted or deleted; replacements are built from the new template.\n - `\"Recreate\"` deletes members at once when the template's pod template changes; the pool then refills. Label or annotation changes alone do not count.",
+							Default:     "OnReplenish",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"OnReplenish", "Recreate"},
@@ -2126,6 +2144,7 @@ func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) 
 					"ttlSecondsAfterFinished": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished condition mirrored from the sandbox), in seconds.",
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2133,6 +2152,7 @@ func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) 
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens when the claim expires: Delete removes the claim and its sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone, and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.\n\nPossible enum values:\n - `\"Delete\"` deletes the claim, and with it its sandbox.\n - `\"DeleteForeground\"` deletes the claim in the foreground: the claim stays, being deleted, until its sandbox and pod are gone.\n - `\"Retain\"` deletes the sandbox and keeps the claim with Ready=False ClaimExpired.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
@@ -2318,6 +2338,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
 							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool.",
+							Default:     "default",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2603,6 +2624,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 					"networkPolicyManagement": {
 						SchemaProps: spec.SchemaProps{
 							Description: "networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or Unmanaged to leave networking to something else.\n\nPossible enum values:\n - `\"Managed\"` makes the controller create and repair the NetworkPolicy.\n - `\"Unmanaged\"` leaves networking to something else; the controller removes its policy.",
+							Default:     "Managed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Managed", "Unmanaged"},
@@ -2611,6 +2633,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 					"envVarsInjectionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).\n\nPossible enum values:\n - `\"Allowed\"` lets claims add variables, not change the template's.\n - `\"Disallowed\"` refuses claims that set env.\n - `\"Overrides\"` lets claims add variables and override the template's.",
+							Default:     "Disallowed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
@@ -2745,6 +2768,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Default:     0,
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2815,6 +2839,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolUpdateStrategy(ref common
 					"type": {
 						SchemaProps: spec.SchemaProps{
 							Description: "type is OnReplenish (the default) or Recreate.\n\nPossible enum values:\n - `\"OnReplenish\"` keeps stale members until they are adopted or deleted; replacements are built from the new template.\n - `\"Recreate\"` deletes members at once when the template's pod template changes; the pool then refills. Label or annotation changes alone do not count.",
+							Default:     "OnReplenish",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"OnReplenish", "Recreate"},

@@ -112,6 +112,7 @@ type Lifecycle struct {
 	// Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying
 	// resources (Pods, Services) are always deleted on expiry.
 	// +optional
+	// +default="Retain"
 	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
 
@@ -133,6 +134,9 @@ type SandboxSpec struct {
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
 	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource.
 	// +optional
+	// +default=1
+	// +k8s:validation:minimum=0
+	// +k8s:validation:maximum=1
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// service controls the headless Service of this Sandbox. true creates (or adopts) one named after

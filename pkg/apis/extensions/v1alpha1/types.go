@@ -134,12 +134,14 @@ type Lifecycle struct {
 	// ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished
 	// condition mirrored from the sandbox), in seconds.
 	// +optional
+	// +k8s:validation:minimum=0
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
 	// shutdownPolicy says what happens when the claim expires: Delete removes the claim and its
 	// sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone,
 	// and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.
 	// +optional
+	// +default="Retain"
 	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
 
@@ -151,6 +153,7 @@ type SandboxClaimSpec struct {
 	// warmpool says which warm pools the claim may adopt a sandbox from: "none" never, "default"
 	// (the default) any pool of the template, or the name of one pool.
 	// +optional
+	// +default="default"
 	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
 
 	// additionalPodMetadata holds labels and annotations merged onto the sandbox's pod. Keys in the
@@ -258,11 +261,13 @@ type SandboxTemplateSpec struct {
 	// networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or
 	// Unmanaged to leave networking to something else.
 	// +optional
+	// +default="Managed"
 	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
 
 	// envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the
 	// default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).
 	// +optional
+	// +default="Disallowed"
 	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
 
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
@@ -307,6 +312,7 @@ type SandboxWarmPoolList struct {
 type SandboxWarmPoolUpdateStrategy struct {
 	// type is OnReplenish (the default) or Recreate.
 	// +optional
+	// +default="OnReplenish"
 	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty"`
 }
 
@@ -314,6 +320,7 @@ type SandboxWarmPoolUpdateStrategy struct {
 type SandboxWarmPoolSpec struct {
 	// replicas is the number of ready sandboxes the pool keeps. It is the spec path of the scale
 	// subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
+	// +k8s:validation:minimum=0
 	Replicas int32 `json:"replicas"`
 
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
