@@ -44,7 +44,16 @@ type Server struct {
 // it is ready and stops it when the test ends.
 func StartServer(t testing.TB, dataDir string) *Server {
 	t.Helper()
+	return StartServerWith(t, dataDir, nil)
+}
+
+// StartServerWith is StartServer with the options changed by configure first (when not nil).
+func StartServerWith(t testing.TB, dataDir string, configure func(*server.Options)) *Server {
+	t.Helper()
 	o := server.NewOptions()
+	if configure != nil {
+		configure(o)
+	}
 	o.EtcdDataDir = dataDir
 	o.RecommendedOptions.Authentication = nil
 	o.RecommendedOptions.Authorization = nil
