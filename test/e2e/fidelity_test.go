@@ -93,7 +93,7 @@ func TestClaimTakesStartingMember(t *testing.T) {
 	if r := jsonpath(t, ns, `{.status.conditions[?(@.type=="Ready")].status}`, "sandboxclaim", "early"); r == "True" {
 		t.Errorf("claim Ready before its pod is")
 	}
-	expectNames(t, "claims selected by their sandbox", kubectl(t, "get", "sandboxclaims", "-n", ns, "-l", "agents.x-k8s.io/sandbox-name="+member, "-o", "name"), "early")
+	expectNames(t, "claims selected by their sandbox", kubectl(t, "get", "sandboxclaims", "-n", ns, "-l", "agents.x-k8s.io/sandbox-name="+member, "-o", "name"), "sandboxclaim.extensions.agents.x-k8s.io/early")
 
 	// Let the pod schedule: the claim becomes Ready with it.
 	node := strings.Fields(kubectl(t, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"))[0]
