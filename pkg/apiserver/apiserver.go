@@ -6,7 +6,14 @@
 package apiserver
 
 import (
+	"context"
+	"fmt"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	restclient "k8s.io/client-go/rest"
@@ -21,6 +28,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
@@ -148,11 +156,14 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
 		return nil, err
 	}
+	// Every replica reports the sandboxes it serves, whether or not it runs the controllers.
+	metrics.Register()
+	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
 	if c.Controllers != nil {
-		opts, kubeConfig := c.Controllers, c.KubeConfig
+		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder); err != nil {
+				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder, tracer); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()
@@ -160,4 +171,20 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		})
 	}
 	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder}, nil
+}
+
+// storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a
+// list request served by this replica would.
+func storedSandboxes(store *genericregistry.Store) metrics.SandboxSource {
+	return func(ctx context.Context) ([]agents.Sandbox, error) {
+		obj, err := store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceAll), &metainternalversion.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return nil, err
+		}
+		list, ok := obj.(*agents.SandboxList)
+		if !ok {
+			return nil, fmt.Errorf("listing sandboxes gave %T", obj)
+		}
+		return list.Items, nil
+	}
 }

@@ -17,3 +17,6 @@ const (
 
 // All lists every controller.
 var All = []string{Sandbox, SandboxTemplate, SandboxWarmPool, SandboxClaim, NamespaceCleanup}
+
+// Extensions are the controllers of the extensions group, which --extensions=false turns off.
+var Extensions = []string{SandboxTemplate, SandboxWarmPool, SandboxClaim}

@@ -1214,25 +1214,17 @@ type haReplica struct {
 // newReplica prepares replica i: its flags, log file and clients. Cleanups stop it.
 func (h *haCluster) newReplica(t *testing.T, dir string, i int) *haReplica {
 	t.Helper()
-	kc := filepath.Join(repoRoot, "_output/local/kubeconfigs/sandbox-apiserver.kubeconfig")
 	r := &haReplica{index: i, name: fmt.Sprintf("replica-%d", i), port: haFreePort(t)}
 	r.logPath = filepath.Join(dir, r.name+".log")
-	r.args = []string{
-		fmt.Sprintf("--secure-port=%d", r.port),
-		"--bind-address=127.0.0.1",
-		"--tls-cert-file=" + filepath.Join(certsDir, "sandbox-apiserver.crt"),
-		"--tls-private-key-file=" + filepath.Join(certsDir, "sandbox-apiserver.key"),
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--etcd-servers=" + h.etcd.clientURLs(),
+	r.args = append(planeServerArgs(r.port),
+		"--etcd-servers="+h.etcd.clientURLs(),
 		"--leader-elect=true",
-		"--leader-elect-resource-name=" + h.leaseName,
+		"--leader-elect-resource-name="+h.leaseName,
 		"--leader-elect-resource-namespace=kube-system",
-		"--leader-elect-lease-duration=" + haLeaseDuration.String(),
-		"--leader-elect-renew-deadline=" + haRenewDeadline.String(),
-		"--leader-elect-retry-period=" + haRetryPeriod.String(),
-	}
+		"--leader-elect-lease-duration="+haLeaseDuration.String(),
+		"--leader-elect-renew-deadline="+haRenewDeadline.String(),
+		"--leader-elect-retry-period="+haRetryPeriod.String(),
+	)
 	r.args = append(r.args, haEtcdClientFlags()...)
 	r.config = &rest.Config{
 		Host: fmt.Sprintf("https://127.0.0.1:%d", r.port),
@@ -1262,6 +1254,21 @@ func (h *haCluster) newReplica(t *testing.T, dir string, i int) *haReplica {
 		}
 	})
 	return r
+}
+
+// planeServerArgs are the flags that make a sandbox-apiserver serve on port behind the local
+// control plane (its certificates and kubeconfig), without storage flags.
+func planeServerArgs(port int) []string {
+	kc := filepath.Join(repoRoot, "_output/local/kubeconfigs/sandbox-apiserver.kubeconfig")
+	return []string{
+		fmt.Sprintf("--secure-port=%d", port),
+		"--bind-address=127.0.0.1",
+		"--tls-cert-file=" + filepath.Join(certsDir, "sandbox-apiserver.crt"),
+		"--tls-private-key-file=" + filepath.Join(certsDir, "sandbox-apiserver.key"),
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+	}
 }
 
 // start starts the replica's process; waitReady waits until it serves.

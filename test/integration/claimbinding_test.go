@@ -53,6 +53,11 @@ func (c *testChooser) BindAtCreate(ctx context.Context, claim *extv1beta1.Sandbo
 	adopted.Labels[extv1beta1.SandboxIDLabel] = string(claim.UID)
 
 	served := claim.DeepCopy()
+	served.Labels = maps.Clone(served.Labels)
+	if served.Labels == nil {
+		served.Labels = map[string]string{}
+	}
+	served.Labels[extv1beta1.ClaimSandboxNameLabel] = adopted.Name
 	served.Status.SandboxStatus.Name = adopted.Name
 	served.Status.Conditions = []metav1.Condition{{
 		Type:               "Ready",
@@ -238,10 +243,20 @@ func TestClaimBinding(t *testing.T) {
 			t.Errorf("chooser was offered uid %q generation %d; the created claim has uid %q", offered.UID, offered.Generation, created.UID)
 		}
 
-		// The create answers with the claim as bound.
+		// The create answers with the claim as bound, labelled with its sandbox's name.
 		expectBound(t, created.Status, created.Generation, "warm")
 		if !managedBy(created.ObjectMeta, bindingManager, "status") {
 			t.Errorf("claim managedFields lack %s on status: %s", bindingManager, managers(created.ObjectMeta))
+		}
+		if got := created.Labels[extv1beta1.ClaimSandboxNameLabel]; got != "warm" {
+			t.Errorf("claim label %s = %q, want warm", extv1beta1.ClaimSandboxNameLabel, got)
+		}
+		selected, err := claims.List(ctx, metav1.ListOptions{LabelSelector: extv1beta1.ClaimSandboxNameLabel + "=warm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(selected.Items) != 1 || selected.Items[0].Name != "bound" {
+			t.Errorf("claims selected by %s=warm: %d, want the bound claim", extv1beta1.ClaimSandboxNameLabel, len(selected.Items))
 		}
 		got, err := claims.Get(ctx, "bound", metav1.GetOptions{})
 		if err != nil {

@@ -50,6 +50,12 @@ type Options struct {
 
 	// Controllers configure the controllers embedded in the server.
 	Controllers *manager.Options
+
+	// Probes are the seed controller's plain metrics and health listeners.
+	Probes *ProbeOptions
+
+	// PrintVersion prints the version and exits.
+	PrintVersion bool
 }
 
 // NewOptions returns the defaults: delegated authentication and authorization against the cluster,
@@ -62,6 +68,7 @@ func NewOptions() *Options {
 		EtcdDataDir:        "_output/sandbox-etcd",
 		EtcdOutage:         NewEtcdOutageOptions(),
 		Controllers:        manager.NewOptions(),
+		Probes:             NewProbeOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
 	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
@@ -84,12 +91,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Data directory of the embedded etcd started when --etcd-servers is empty.")
 	o.EtcdOutage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
+	o.Probes.AddFlags(fs)
+	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 }
 
 // Validate reports every invalid option.
 func (o *Options) Validate() error {
 	errs := append(o.RecommendedOptions.Validate(), o.ServerRun.Validate()...)
 	errs = append(errs, o.EtcdOutage.Validate()...)
+	errs = append(errs, o.Probes.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -164,5 +174,12 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	prepared := server.GenericAPIServer.PrepareRun()
+	// The health checks are those of the secure port, installed by PrepareRun.
+	serveProbes, err := o.Probes.Listen(server.GenericAPIServer.Handler.NonGoRestfulMux)
+	if err != nil {
+		return err
+	}
+	serveProbes(ctx)
+	return prepared.RunWithContext(ctx)
 }

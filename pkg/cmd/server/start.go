@@ -4,8 +4,12 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/version"
 )
 
 // NewCommand returns the sandbox-apiserver command.
@@ -20,6 +24,10 @@ kube-apiserver through APIServices. Without --etcd-servers it runs an embedded e
 its data in --etcd-data-dir.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.PrintVersion {
+				fmt.Fprintln(cmd.OutOrStdout(), version.Get())
+				return nil
+			}
 			return o.Run(genericapiserver.SetupSignalContext())
 		},
 	}

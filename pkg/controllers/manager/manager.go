@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,8 +54,9 @@ func init() {
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client), kubeConfig the cluster's kube-apiserver.
 // binder, when not nil, binds claims to warm members as they are created: it is served by the
-// claim controller while this replica runs it, by a Standby otherwise.
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, binder Binder) error {
+// claim controller while this replica runs it, by a Standby otherwise. tracer records the
+// controllers' spans (the server's, from --tracing-config-file).
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, binder Binder, tracer trace.TracerProvider) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -81,7 +83,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	sharedRevisions := binder != nil && binder.OneEtcd()
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, serveBinding, sharedRevisions)
+		return runControllers(ctx, o, kube, client, serveBinding, sharedRevisions, tracer)
 	}
 	standby := &standbyBinding{kube: kube, client: client, serve: serveBinding}
 	if serveBinding == nil || !o.Enabled(sandboxclaim.Name) {
@@ -92,7 +94,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
 	le := o.LeaderElection
-	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+	lock, err := resourcelock.New(le.ResourceLock, o.LeaseNamespace(), le.ResourceName,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {
 		return err
@@ -111,7 +113,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
 					standby.stop()
-					if err := runControllers(ctx, o, kube, client, serveBinding, sharedRevisions); err != nil {
+					if err := runControllers(ctx, o, kube, client, serveBinding, sharedRevisions, tracer); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
@@ -136,7 +138,7 @@ type Binder interface {
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -210,6 +212,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Events:          recorder,
 			Workers:         o.ClaimWorkers,
 			SharedRevisions: sharedRevisions,
+			Tracer:          tracer,
 		})
 		if err != nil {
 			return fmt.Errorf("sandboxclaim controller: %w", err)
@@ -234,8 +237,6 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
 	}
-	metrics.RegisterSandboxCollector(ours.Agents().V1beta1().Sandboxes().Lister())
-	defer metrics.RegisterSandboxCollector(nil)
 	for _, f := range []interface{ Start(<-chan struct{}) }{children, policies, cluster, ours} {
 		f.Start(ctx.Done())
 	}

@@ -26,6 +26,10 @@ var KnownControllers = controllers.All
 type Options struct {
 	// Controllers lists the controllers to run: "*" for all, "name" to enable, "-name" to disable.
 	Controllers []string
+	// Extensions runs the controllers of the extensions group (claims, templates, warm pools) among
+	// those Controllers enables; false runs the core ones only, as the seeds' controller does
+	// without --extensions.
+	Extensions bool
 	// SandboxWorkers, ClaimWorkers, WarmPoolWorkers and TemplateWorkers are the numbers of objects
 	// of each kind reconciled at once.
 	SandboxWorkers  int
@@ -34,19 +38,24 @@ type Options struct {
 	TemplateWorkers int
 	// WarmPoolMaxBatchSize caps the members a warm pool creates or deletes in one pass.
 	WarmPoolMaxBatchSize int
-	// KubeAPIQPS and KubeAPIBurst limit the controllers' requests to the cluster's kube-apiserver.
+	// KubeAPIQPS and KubeAPIBurst limit the controllers' requests to the cluster's kube-apiserver;
+	// a negative QPS sets no client-side limit.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 	// ClusterDomain is the DNS domain of the cluster, for status.serviceFQDN.
 	ClusterDomain string
 	// LeaderElection makes only one replica run the controllers.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// LeaderElectionNamespace, when set, is the namespace of the Lease (the seeds' name for
+	// LeaderElection.ResourceNamespace).
+	LeaderElectionNamespace string
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
 		Controllers: []string{"*"},
+		Extensions:  true,
 		// Most sandbox syncs are follow-ups nobody waits on (a claimed pod's relabel, a status
 		// write) or pod creates the main API serializes anyway. More workers only make them
 		// compete for CPU with the requests users wait on: on the 2-core benchmark machine 32
@@ -84,10 +93,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WarmPoolWorkers, "sandbox-warm-pool-concurrent-workers", o.WarmPoolWorkers, "Number of SandboxWarmPools reconciled at once.")
 	fs.IntVar(&o.TemplateWorkers, "sandbox-template-concurrent-workers", o.TemplateWorkers, "Number of SandboxTemplates reconciled at once.")
 	fs.IntVar(&o.WarmPoolMaxBatchSize, "sandbox-warm-pool-max-batch-size", o.WarmPoolMaxBatchSize, "Most warm pool members created or deleted in one pass of a pool.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second the controllers may send to the cluster's kube-apiserver.")
+	fs.BoolVar(&o.Extensions, "extensions", o.Extensions,
+		"Run the controllers of SandboxClaims, SandboxTemplates and SandboxWarmPools (among those --controllers enables). False runs only the core controllers; the API of every kind is served either way.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second the controllers may send to the cluster's kube-apiserver; negative for no client-side limit.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the controllers may send to the cluster's kube-apiserver.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, used in status.serviceFQDN.")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader-election Lease; when empty, --leader-elect-resource-namespace.")
+}
+
+// LeaseNamespace is the namespace of the controllers' Lease.
+func (o *Options) LeaseNamespace() string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	return o.LeaderElection.ResourceNamespace
 }
 
 // Validate reports every invalid option.
@@ -105,14 +126,20 @@ func (o *Options) Validate() []error {
 	if o.WarmPoolMaxBatchSize < 1 {
 		errs = append(errs, fmt.Errorf("--sandbox-warm-pool-max-batch-size must be at least 1"))
 	}
-	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
+	if o.KubeAPIQPS == 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, or negative for no client-side limit"))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be positive"))
 	}
 	return errs
 }
 
 // Enabled says whether the named controller runs.
 func (o *Options) Enabled(name string) bool {
+	if !o.Extensions && slices.Contains(controllers.Extensions, name) {
+		return false
+	}
 	enabled := false
 	for _, c := range o.Controllers {
 		switch c {

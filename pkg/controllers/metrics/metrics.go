@@ -45,7 +45,8 @@ var (
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader,
-			ClaimStartupLatency, ClaimControllerStartupLatency, SandboxCreationLatency, ClaimCreations)
+			ClaimStartupLatency, ClaimControllerStartupLatency, SandboxCreationLatency, ClaimCreations, buildInfo)
+		buildInfo.Set(1)
 	})
 }
 

@@ -4,16 +4,19 @@
 package metrics
 
 import (
+	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/version"
 )
 
 // Launch types of a claimed sandbox.
@@ -22,15 +25,37 @@ const (
 	LaunchCold = "cold"
 )
 
-// latencyBuckets are in milliseconds, from a warm adoption to a slow cold start.
-var latencyBuckets = []float64{5, 10, 25, 50, 100, 200, 300, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000}
+// Values of the warmpool_name and pod_condition labels of agent_sandbox_claim_creation_total: a
+// cold creation has no pool and a pod still to start.
+const (
+	NoWarmPool     = "none"
+	PodReady       = "ready"
+	PodNotReady    = "not_ready"
+	collectTimeout = 5 * time.Second
+)
+
+// PodCondition is the pod_condition label value of a sandbox handed to a claim.
+func PodCondition(ready bool) string {
+	if ready {
+		return PodReady
+	}
+	return PodNotReady
+}
+
+// claimLatencyBuckets are in milliseconds, as the seeds bucket a claim's startup: from a warm
+// adoption to a cold start that took minutes.
+var claimLatencyBuckets = []float64{100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000, 10000, 30000, 60000, 120000, 240000}
+
+// sandboxLatencyBuckets reach ten minutes: a sandbox's own start includes scheduling and pulling
+// its image.
+var sandboxLatencyBuckets = append(slices.Clone(claimLatencyBuckets), 600000)
 
 var (
 	// ClaimStartupLatency is the time from a claim's creation to its first Ready=True.
 	ClaimStartupLatency = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:           "agent_sandbox_claim_startup_latency_ms",
 		Help:           "Milliseconds from a SandboxClaim's creation to its first Ready=True.",
-		Buckets:        latencyBuckets,
+		Buckets:        claimLatencyBuckets,
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"launch_type", "sandbox_template"})
 
@@ -38,7 +63,7 @@ var (
 	ClaimControllerStartupLatency = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:           "agent_sandbox_claim_controller_startup_latency_ms",
 		Help:           "Milliseconds from the claim controller first observing a SandboxClaim to its first Ready=True.",
-		Buckets:        latencyBuckets,
+		Buckets:        claimLatencyBuckets,
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"launch_type", "sandbox_template"})
 
@@ -46,14 +71,14 @@ var (
 	SandboxCreationLatency = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:           "agent_sandbox_creation_latency_ms",
 		Help:           "Milliseconds from a Sandbox's creation to its Ready=True; for warm launches, the pool member's own start.",
-		Buckets:        latencyBuckets,
+		Buckets:        sandboxLatencyBuckets,
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"namespace", "launch_type", "sandbox_template"})
 
 	// ClaimCreations counts claims that got a Sandbox, by how.
 	ClaimCreations = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "agent_sandbox_claim_creation_total",
-		Help:           "SandboxClaims that got a Sandbox, by launch type, warm pool and the pod's readiness at that moment.",
+		Help:           "SandboxClaims that got a Sandbox, by launch type, warm pool (none when cold) and the pod's readiness at that moment.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"namespace", "sandbox_template", "launch_type", "warmpool_name", "pod_condition"})
 
@@ -63,65 +88,88 @@ var (
 		metrics.ALPHA, "")
 )
 
+// buildInfo is 1, with the running build as labels (set once registered).
+var buildInfo = func() *metrics.Gauge {
+	v := version.Get()
+	return metrics.NewGauge(&metrics.GaugeOpts{
+		Name: "agent_sandbox_build_info",
+		Help: "A metric with a constant '1' value labeled by git_version, git_commit, build_date, go_version, compiler and platform of the running build.",
+		ConstLabels: map[string]string{
+			"git_version": v.GitVersion, "git_commit": v.GitCommit, "build_date": v.BuildDate,
+			"go_version": v.GoVersion, "compiler": v.Compiler, "platform": v.Platform,
+		},
+		StabilityLevel: metrics.ALPHA,
+	})
+}()
+
 // SinceMillis is the time from t to now in milliseconds.
 func SinceMillis(t time.Time) float64 {
 	return float64(time.Since(t).Microseconds()) / 1000
 }
 
-// sandboxCollector counts Sandboxes from the controllers' cache at every scrape.
+// SandboxSource lists every stored Sandbox for a scrape.
+type SandboxSource func(ctx context.Context) ([]agents.Sandbox, error)
+
+// sandboxCollector counts Sandboxes at every scrape, from the server's own storage: any replica
+// answers, whether or not it runs the controllers.
 type sandboxCollector struct {
 	metrics.BaseStableCollector
-	// lister is the cache of the current leadership term; nil while this replica does not lead.
-	lister atomic.Pointer[agentslisters.SandboxLister]
-}
-
-// RegisterSandboxCollector publishes agent_sandboxes from lister (nil to stop).
-func RegisterSandboxCollector(lister agentslisters.SandboxLister) {
-	registerCollectorOnce.Do(func() { mustRegisterCollector(&sandboxes) })
-	if lister == nil {
-		sandboxes.lister.Store(nil)
-		return
-	}
-	sandboxes.lister.Store(&lister)
+	source atomic.Pointer[SandboxSource]
 }
 
 var sandboxes sandboxCollector
 
+// RegisterSandboxCollector publishes agent_sandboxes from source, in place of any source
+// registered before (tests run several servers in one process; the newest one is reported).
+func RegisterSandboxCollector(source SandboxSource) {
+	registerCollectorOnce.Do(func() { mustRegisterCollector(&sandboxes) })
+	sandboxes.source.Store(&source)
+}
+
 func (c *sandboxCollector) DescribeWithStability(ch chan<- *metrics.Desc) { ch <- sandboxesDesc }
 
 func (c *sandboxCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	lister := c.lister.Load()
-	if lister == nil {
+	ctx, cancel := context.WithTimeout(context.Background(), collectTimeout)
+	defer cancel()
+	source := c.source.Load()
+	if source == nil {
 		return
 	}
-	all, err := (*lister).List(labels.Everything())
+	all, err := (*source)(ctx)
 	if err != nil {
+		klog.ErrorS(err, "Listing sandboxes for agent_sandboxes")
 		return
 	}
-	type key struct{ ns, ready, expired, launch, template, owner string }
-	counts := map[key]float64{}
-	for _, sb := range all {
-		k := key{ns: sb.Namespace, ready: "false", expired: "false", launch: LaunchCold, template: "unknown", owner: "None"}
-		if cond := meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)); cond != nil {
-			if cond.Status == metav1.ConditionTrue {
-				k.ready = "true"
-			}
-			if cond.Reason == agentsv1beta1.SandboxReasonExpired {
-				k.expired = "true"
-			}
-		}
-		if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
-			k.launch = LaunchWarm
-		}
-		if t := sb.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; t != "" {
-			k.template = t
-		}
-		if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && (ref.Kind == "SandboxClaim" || ref.Kind == "SandboxWarmPool") {
-			k.owner = ref.Kind
-		}
-		counts[k]++
+	counts := map[sandboxKey]float64{}
+	for i := range all {
+		counts[keyOf(&all[i])]++
 	}
 	for k, n := range counts {
 		ch <- metrics.NewLazyConstMetric(sandboxesDesc, metrics.GaugeValue, n, k.ns, k.ready, k.expired, k.launch, k.template, k.owner)
 	}
+}
+
+// sandboxKey is the agent_sandboxes series one Sandbox counts in.
+type sandboxKey struct{ ns, ready, expired, launch, template, owner string }
+
+func keyOf(sb *agents.Sandbox) sandboxKey {
+	k := sandboxKey{ns: sb.Namespace, ready: "false", expired: "false", launch: LaunchCold, template: "unknown", owner: "None"}
+	if cond := meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)); cond != nil {
+		if cond.Status == metav1.ConditionTrue {
+			k.ready = "true"
+		}
+		if cond.Reason == agentsv1beta1.SandboxReasonExpired {
+			k.expired = "true"
+		}
+	}
+	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
+		k.launch = LaunchWarm
+	}
+	if t := sb.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; t != "" {
+		k.template = t
+	}
+	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && (ref.Kind == "SandboxClaim" || ref.Kind == "SandboxWarmPool") {
+		k.owner = ref.Kind
+	}
+	return k
 }

@@ -22,6 +22,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
 
@@ -57,9 +58,10 @@ func TestAdoptWarmMember(t *testing.T) {
 
 	f.mustSync(testClaim)
 
-	if got, want := f.writes(), []string{"update sandboxes fast-pool-abcde", "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
+	if got, want := f.writes(), []string{"update sandboxes fast-pool-abcde", "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %q, want %q", got, want)
 	}
+	expectSandboxNameLabel(t, f, "fast-pool-abcde")
 	up := f.updatedSandboxes()[0]
 	if up.ResourceVersion != "42" {
 		t.Errorf("adoption update carries resourceVersion %q, want the member's 42 (a conditional write)", up.ResourceVersion)
@@ -522,6 +524,100 @@ func TestNamespaceOfEarlierObjects(t *testing.T) {
 			}
 			if !tc.wantAdopt && !tc.wantCreate && len(f.writes()) != 0 {
 				t.Errorf("writes %q, want none", f.writes())
+			}
+		})
+	}
+}
+
+// TestAdoptStartingMember: with no Ready member left, a claim takes the oldest member still
+// starting instead of a cold sandbox beside the pool; it becomes Ready with the member's pod.
+func TestAdoptStartingMember(t *testing.T) {
+	metrics.Register()
+	notReady := sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready")
+	cases := []struct {
+		name         string
+		queued       []*agentsv1beta1.Sandbox
+		wantAdopt    string
+		wantReady    [2]string
+		wantStarting []string // left in the starting bucket
+		wantReadyQ   []string // left in the Ready bucket
+	}{
+		{
+			name:         "no Ready member: the oldest starting one",
+			queued:       []*agentsv1beta1.Sandbox{warmMember("s1", testPool, notReady), warmMember("s2", testPool, notReady)},
+			wantAdopt:    "s1",
+			wantReady:    [2]string{"False", agentsv1beta1.SandboxReasonDependenciesNotReady},
+			wantStarting: []string{"s2"},
+		},
+		{
+			name:      "a starting member with no readiness yet",
+			queued:    []*agentsv1beta1.Sandbox{warmMember("s1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+			wantAdopt: "s1",
+			wantReady: [2]string{"False", extensionsv1beta1.ClaimReasonSandboxNotReady},
+		},
+		{
+			name:         "a Ready member before an older starting one",
+			queued:       []*agentsv1beta1.Sandbox{warmMember("s1", testPool, notReady), warmMember("r1", testPool)},
+			wantAdopt:    "r1",
+			wantReady:    [2]string{"True", agentsv1beta1.SandboxReasonDependenciesReady},
+			wantStarting: []string{"s1"},
+		},
+		{
+			name: "a member that became Ready is in the Ready bucket",
+			queued: []*agentsv1beta1.Sandbox{warmMember("s1", testPool, notReady), warmMember("s2", testPool, notReady),
+				warmMember("s1", testPool)},
+			wantAdopt:    "s1",
+			wantReady:    [2]string{"True", agentsv1beta1.SandboxReasonDependenciesReady},
+			wantStarting: []string{"s2"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newClaim(), newTemplate())
+			for _, sb := range tc.queued {
+				if _, err := f.c.sandboxes.Sandboxes(testNS).Get(sb.Name); err == nil {
+					f.updateCache(sb)
+					f.must(f.client.Tracker().Update(sandboxesGVR, sb.DeepCopy(), testNS))
+				} else {
+					f.add(sb)
+				}
+				f.warm(sb)
+			}
+			startingBefore := claimCreations(t, metrics.LaunchWarm, testPool, "not_ready")
+			f.mustSync(testClaim)
+
+			if created := f.createdSandboxes(); len(created) != 0 {
+				t.Fatalf("created a cold sandbox %s beside the pool; writes %q", created[0].Name, f.writes())
+			}
+			up := f.updatedSandboxes()
+			if len(up) != 1 || up[0].Name != tc.wantAdopt || !metav1.IsControlledBy(up[0], newClaim()) {
+				t.Fatalf("adopted %d sandboxes (writes %q), want %s", len(up), f.writes(), tc.wantAdopt)
+			}
+			st := f.lastStatus()
+			checkReady(t, st, metav1.ConditionStatus(tc.wantReady[0]), tc.wantReady[1], "")
+			if st.Status.SandboxStatus.Name != tc.wantAdopt {
+				t.Errorf("status.sandbox.name = %q, want %q", st.Status.SandboxStatus.Name, tc.wantAdopt)
+			}
+			expectSandboxNameLabel(t, f, tc.wantAdopt)
+			wasStarting := tc.wantReady[0] != "True"
+			if got := claimCreations(t, metrics.LaunchWarm, testPool, "not_ready") - startingBefore; got != map[bool]float64{true: 1, false: 0}[wasStarting] {
+				t.Errorf("pod_condition=not_ready counted %v times, want %v", got, wasStarting)
+			}
+			if ev := f.events(); len(ev) != 1 || strings.Contains(ev[0], "still starting") != wasStarting {
+				t.Errorf("events = %q, want one SandboxAdopted saying whether the pod was still starting (%v)", ev, wasStarting)
+			}
+			for _, q := range []struct {
+				bucket warmqueue.Bucket
+				want   []string
+			}{{testBucket.StartingBucket(), tc.wantStarting}, {testBucket, tc.wantReadyQ}} {
+				var left []string
+				for range f.c.warm.Len(q.bucket) {
+					k, _ := f.c.warm.Pop(q.bucket, nil)
+					left = append(left, strings.TrimPrefix(k, testNS+"/"))
+				}
+				if !slices.Equal(left, q.want) {
+					t.Errorf("left in %+v: %q, want %q", q.bucket, left, q.want)
+				}
 			}
 		})
 	}

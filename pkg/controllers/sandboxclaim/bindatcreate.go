@@ -11,6 +11,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 )
 
 // maxBindAttempts bounds the commits one create request tries; after that the claim is stored
@@ -60,17 +61,25 @@ func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 		}
 	}
 
+	// Only Ready members: the claim is stored Ready with its sandbox, and its creator has a running
+	// pod when the create returns. A claim no Ready member can serve is left to the controller,
+	// which may give it a member still starting.
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
+	ctx, traceContext, span := tracecontext.Start(ctx, w.tracer, claim.Annotations, "SandboxClaim.bind")
+	defer span.End()
 	unmergeable := false
 	bound, err := w.offer(bucket, accept, maxBindAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
-		adopted, err := adoptedSandbox(claim, template, candidate)
+		adopted, err := adoptedSandbox(claim, template, candidate, traceContext)
 		if err != nil {
 			unmergeable = true
 			return false, err
 		}
 		served := claim.DeepCopy()
 		computeStatus(served, adopted, nil, false)
+		if name, ok := sandboxNameLabel(served, adopted, nil, false); ok {
+			served.Labels = withSandboxNameLabel(served.Labels, name)
+		}
 		err = commit(ctx, served, candidate, adopted)
 		if apierrors.IsConflict(err) {
 			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)

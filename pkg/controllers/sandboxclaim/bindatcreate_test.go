@@ -102,10 +102,16 @@ func (f *fixture) queued() []string {
 	return out
 }
 
-// warmCreations is the count of warm claim creations from pool.
+// warmCreations is the count of warm claim creations from pool, of members already Ready.
 func warmCreations(t *testing.T, pool string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(metrics.ClaimCreations.WithLabelValues(testNS, testTemplate, metrics.LaunchWarm, pool, "ready"))
+	return claimCreations(t, metrics.LaunchWarm, pool, "ready")
+}
+
+// claimCreations is the count of claim creations with the given labels, by their seed names.
+func claimCreations(t *testing.T, launch, pool, podCondition string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(metrics.ClaimCreations.WithLabelValues(testNS, testTemplate, launch, pool, podCondition))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +191,9 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 		t.Errorf("status.sandbox = %+v, want %s with its pod IPs", served.Status.SandboxStatus, member.Name)
 	}
 	checkReady(t, served, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+	if got := served.Labels[extensionsv1beta1.ClaimSandboxNameLabel]; got != member.Name {
+		t.Errorf("served claim labels = %v, want %s=%s", served.Labels, extensionsv1beta1.ClaimSandboxNameLabel, member.Name)
+	}
 	if r := readyOf(t, served); r.ObservedGeneration != testGen {
 		t.Errorf("Ready observedGeneration = %d, want the claim's generation %d", r.ObservedGeneration, testGen)
 	}
@@ -390,7 +399,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			hidden: []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 		},
 	}
-	for _, u := range unofferable() {
+	for _, u := range append(unofferable(), starting()...) {
 		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
 	}
 	for _, tc := range cases {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +68,7 @@ type Controller struct {
 	now     func() time.Time
 	workers int
 	warm    *warmqueue.Queue
+	tracer  trace.TracerProvider
 
 	claims          extlisters.SandboxClaimLister
 	claimIndex      cache.Indexer
@@ -96,11 +99,19 @@ type Config struct {
 	// resourceVersions compare and the sandbox cache can tell whether it has caught up with a
 	// claim.
 	SharedRevisions bool
+	// Tracer records the spans of provisioning, children of the traces claims record; nil for
+	// none (a claim's trace context still passes on to its sandbox).
+	Tracer trace.TracerProvider
 }
 
 // New wires the controller to its informers; call it before the informers start.
 func New(c Config) (*Controller, error) {
+	tracer := c.Tracer
+	if tracer == nil {
+		tracer = noop.NewTracerProvider()
+	}
 	ctrl := &Controller{
+		tracer:          tracer,
 		client:          c.Client,
 		events:          c.Events,
 		now:             time.Now,
@@ -215,9 +226,10 @@ func (c *Controller) sandboxDeleted(obj any) {
 	}
 }
 
-// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a Ready member
-// of a warm pool, controlled by the pool its label names, not being deleted. Labels alone are
-// anybody's to copy; the chooser also checks the controller's UID against the pool (madeByPool).
+// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a member of a
+// warm pool, controlled by the pool its label names, not being deleted, in the Ready bucket or,
+// while its pod is not Ready, the starting one. Labels alone are anybody's to copy; the chooser
+// also checks the controller's UID against the pool (madeByPool).
 func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	refHash := sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel]
 	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
@@ -226,10 +238,8 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	if ref := poolRef(sb); ref == nil || naming.NameHash(ref.Name) != sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] {
 		return warmqueue.Bucket{}, false
 	}
-	if !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey) {
-		return warmqueue.Bucket{}, false
-	}
-	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash}, true
+	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash,
+		Starting: !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey)}, true
 }
 
 // poolRef returns the controller reference of sb when it is a SandboxWarmPool, nil otherwise.

@@ -23,14 +23,15 @@ import (
 
 func TestAdoptableBucket(t *testing.T) {
 	cases := []struct {
-		name string
-		sb   *agentsv1beta1.Sandbox
-		want bool
+		name     string
+		sb       *agentsv1beta1.Sandbox
+		want     bool
+		starting bool
 	}{
 		{name: "Ready member of a pool", sb: warmMember("m", testPool), want: true},
 		{name: "Ready member controlled by nobody", sb: warmMember("m", "")},
-		{name: "not Ready", sb: warmMember("m", testPool, sandboxReady("False", "DependenciesNotReady", ""))},
-		{name: "no Ready condition", sb: warmMember("m", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+		{name: "not Ready: starting", sb: warmMember("m", testPool, sandboxReady("False", "DependenciesNotReady", "")), want: true, starting: true},
+		{name: "no Ready condition: starting", sb: warmMember("m", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil }), want: true, starting: true},
 		{name: "being deleted", sb: warmMember("m", testPool, sandboxDeleting)},
 		{name: "no warm-pool label", sb: warmMember("m", testPool, func(sb *agentsv1beta1.Sandbox) {
 			delete(sb.Labels, extensionsv1beta1.WarmPoolSandboxLabel)
@@ -53,8 +54,12 @@ func TestAdoptableBucket(t *testing.T) {
 			if ok != tc.want {
 				t.Fatalf("adoptable = %v, want %v", ok, tc.want)
 			}
-			if ok && b != testBucket {
-				t.Errorf("bucket = %+v, want %+v", b, testBucket)
+			want := testBucket
+			if tc.starting {
+				want = testBucket.StartingBucket()
+			}
+			if ok && b != want {
+				t.Errorf("bucket = %+v, want %+v", b, want)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 )
 
 func TestCreateColdSandbox(t *testing.T) {
@@ -32,12 +33,18 @@ func TestCreateColdSandbox(t *testing.T) {
 		}}
 	})
 	f := newFixture(t, claim, template)
+	metrics.Register()
+	coldBefore := claimCreations(t, metrics.LaunchCold, "none", "not_ready")
 
 	f.mustSync(testClaim)
 
-	if got, want := f.writes(), []string{"create sandboxes " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
+	if got, want := f.writes(), []string{"create sandboxes " + testClaim, "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim}; !slices.Equal(got, want) {
 		t.Fatalf("writes = %q, want %q", got, want)
 	}
+	if got := claimCreations(t, metrics.LaunchCold, "none", "not_ready") - coldBefore; got != 1 {
+		t.Errorf("cold creations counted %v times under warmpool_name=none, pod_condition=not_ready; want 1", got)
+	}
+	expectSandboxNameLabel(t, f, testClaim)
 	sb := f.createdSandboxes()[0]
 	if sb.Name != testClaim || sb.Namespace != testNS {
 		t.Errorf("created %s/%s, want %s/%s", sb.Namespace, sb.Name, testNS, testClaim)
@@ -385,7 +392,7 @@ func TestTemplateMissingKeepsSandbox(t *testing.T) {
 			sb.Spec.PodTemplate.ObjectMeta.Labels = map[string]string{"app": "python",
 				extensionsv1beta1.SandboxIDLabel: string(testClaimUID), extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash}
 		})
-	f := newFixture(t, newClaim(), sb)
+	f := newFixture(t, newClaim(withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim)), sb)
 	f.mustSync(testClaim)
 	if got := f.writes(); !slices.Equal(got, []string{"update sandboxclaims/status " + testClaim}) {
 		t.Errorf("writes = %q, want only the status", got)

@@ -249,6 +249,21 @@ func testPools() []*extensionsv1beta1.SandboxWarmPool {
 	return out
 }
 
+// starting are members of the test pool whose pod is not Ready yet: the controller's adoption may
+// take them when no Ready member is left, the binding at create never does.
+func starting() []struct {
+	why    string
+	member *agentsv1beta1.Sandbox
+} {
+	return []struct {
+		why    string
+		member *agentsv1beta1.Sandbox
+	}{
+		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
+		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
+	}
+}
+
 // unofferable are members of the test pool that no claim of the test template in testNS may take,
 // each with what rules it out; the adoption and the binding at create both check them.
 func unofferable() []struct {
@@ -259,8 +274,6 @@ func unofferable() []struct {
 		why    string
 		member *agentsv1beta1.Sandbox
 	}{
-		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
-		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
 		{"being deleted", warmMember("m1", testPool, sandboxDeleting)},
 		{"in another namespace", warmMember("m1", testPool, inNamespace("elsewhere"))},
 		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
@@ -672,5 +685,18 @@ func expectAdoptedPodTemplate(t *testing.T, adopted, member *agentsv1beta1.Sandb
 	}
 	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
 		t.Errorf("the running member's pod spec changed: %+v", adopted.Spec.PodTemplate.Spec)
+	}
+}
+
+// expectSandboxNameLabel checks that the claim's last write through the main resource labelled it
+// with its sandbox's name.
+func expectSandboxNameLabel(t *testing.T, f *fixture, want string) {
+	t.Helper()
+	claims := f.updatedClaims()
+	if len(claims) == 0 {
+		t.Fatalf("the claim was not labelled with its sandbox %s", want)
+	}
+	if got := claims[len(claims)-1].Labels[extensionsv1beta1.ClaimSandboxNameLabel]; got != want {
+		t.Errorf("label %s = %q, want %q", extensionsv1beta1.ClaimSandboxNameLabel, got, want)
 	}
 }

@@ -153,7 +153,7 @@ func TestTTLAfterFinishedTwoPasses(t *testing.T) {
 			sb := newSandbox(testClaim, ownedByClaim(testClaim, testClaimUID),
 				withSandboxCond(metav1.Condition{Type: "Finished", Status: "True", Reason: "PodSucceeded",
 					LastTransitionTime: metav1.NewTime(testNow.Add(-10 * time.Minute))}))
-			f := newFixture(t, newClaim(withLifecycle(nil, ptr.To[int32](60), ptr.To(policy))), newTemplate(), sb)
+			f := newFixture(t, newClaim(withLifecycle(nil, ptr.To[int32](60), ptr.To(policy)), withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim)), newTemplate(), sb)
 			want, err := desiredPodMetadata(newClaim(), newTemplate(), nil)
 			f.must(err)
 			sb.Spec.PodTemplate.ObjectMeta = want

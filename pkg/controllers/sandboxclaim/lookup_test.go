@@ -85,6 +85,12 @@ func TestFindSandboxOrder(t *testing.T) {
 			want:      "",
 		},
 		{
+			name:      "a sandbox of another claim named by the label (a tenant can write it) is not used",
+			claimMods: []func(*extensionsv1beta1.SandboxClaim){byLabel},
+			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("by-label", other)},
+			want:      "",
+		},
+		{
 			name:      "a sandbox of another claim in the index of nobody",
 			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("elsewhere", other)},
 			want:      "",
@@ -166,7 +172,7 @@ func TestSyncLookup(t *testing.T) {
 			claim: newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone),
 				withClaimStatus(extensionsv1beta1.SandboxClaimStatus{SandboxStatus: extensionsv1beta1.SandboxStatus{Name: "foreign"}})),
 			sandboxes:  []*agentsv1beta1.Sandbox{newSandbox("foreign", other)},
-			wantWrites: []string{"create sandboxes " + testClaim, "update sandboxclaims/status " + testClaim},
+			wantWrites: []string{"create sandboxes " + testClaim, "update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim},
 			wantReady:  [3]string{"False", extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox " + testClaim + " reports no readiness yet"},
 			wantName:   testClaim,
 		},
@@ -185,7 +191,7 @@ func TestSyncLookup(t *testing.T) {
 			wantReady:  [3]string{"False", extensionsv1beta1.ClaimReasonReconcilerError, "a Sandbox named " + testClaim + " exists and belongs to a warm pool"},
 		},
 		{
-			name:  "an owned sandbox found by the index is mirrored without writes to it",
+			name:  "an owned sandbox found by the index is mirrored without writes to it, and named in the claim's label",
 			claim: newClaim(),
 			sandboxes: []*agentsv1beta1.Sandbox{newSandbox("adopted", ownedByClaim(testClaim, testClaimUID),
 				sandboxReady(metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"),
@@ -196,7 +202,7 @@ func TestSyncLookup(t *testing.T) {
 						Annotations: map[string]string{"team": "ml"},
 					}
 				})},
-			wantWrites: []string{"update sandboxclaims/status " + testClaim},
+			wantWrites: []string{"update sandboxclaims " + testClaim, "update sandboxclaims/status " + testClaim},
 			wantReady:  [3]string{"True", agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"},
 			wantName:   "adopted",
 		},

@@ -17,26 +17,30 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
 
 // maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
 // sandbox; each failed attempt means another claim took that candidate first.
 const maxAdoptionAttempts = 16
 
-// adopt hands a Ready warm sandbox of the claim's template to the claim in one write: the Update
+// adopt hands a warm sandbox of the claim's template to the claim in one write: the Update
 // carries the candidate's resourceVersion, so of all the claims (or pool deletions) racing for
-// one sandbox exactly one succeeds and the others move on. The pod keeps running. It returns nil
+// one sandbox exactly one succeeds and the others move on. The pod keeps running. A Ready member
+// is taken first; when none is left, one still starting (the claim becomes Ready with its pod, as
+// in the seeds), rather than a cold sandbox made beside a pool that is warming up. It returns nil
 // when no candidate was left.
 //
 // Only the template's name is needed: without the template (deleted since) the member's own pod
 // metadata is the base, as the seeds do.
-func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy) (*agentsv1beta1.Sandbox, error) {
+func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy, traceContext string) (*agentsv1beta1.Sandbox, error) {
 	w := c.chooser()
 	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	var adopted *agentsv1beta1.Sandbox
-	_, err := w.offer(bucket, accept, maxAdoptionAttempts, func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
-		sb, err := c.takeOver(ctx, claim, template, candidate)
+	try := func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+		sb, err := c.takeOver(ctx, claim, template, candidate, traceContext)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			logger.V(4).Info("Warm candidate taken by someone else", "claim", klog.KObj(claim), "sandbox", key)
 			return true, nil
@@ -47,14 +51,19 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 		w.recordAdoption(claim, candidate, sb)
 		adopted = sb
 		return false, nil
-	})
-	return adopted, err
+	}
+	for _, b := range []warmqueue.Bucket{bucket, bucket.StartingBucket()} {
+		if took, err := w.offer(b, accept, maxAdoptionAttempts, try); took || err != nil {
+			return adopted, err
+		}
+	}
+	return nil, nil
 }
 
 // takeOver writes the candidate over to the claim; the Update carries the candidate's
 // resourceVersion.
-func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
-	sb, err := adoptedSandbox(claim, template, candidate)
+func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox, traceContext string) (*agentsv1beta1.Sandbox, error) {
+	sb, err := adoptedSandbox(claim, template, candidate, traceContext)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +72,8 @@ func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.Sand
 
 // adoptedSandbox is the warm member rewritten as the claim's sandbox: warm-pool labels off, the
 // claim as its controller, its pod's name recorded, the claim's identity labels and merged pod
-// metadata on.
-func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
+// metadata on, and the claim's trace context (when not empty).
+func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox, traceContext string) (*agentsv1beta1.Sandbox, error) {
 	sb := candidate.DeepCopy()
 	meta, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
 	if err != nil {
@@ -85,13 +94,26 @@ func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 		// The pod keeps the name it has; recording it also marks the sandbox as a warm launch.
 		sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] = sb.Name
 	}
+	setTraceContext(sb, traceContext)
 	return sb, nil
 }
 
+// setTraceContext records the trace the sandbox was provisioned in, when there is one.
+func setTraceContext(sb *agentsv1beta1.Sandbox, traceContext string) {
+	if traceContext == "" {
+		return
+	}
+	if sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	sb.Annotations[tracecontext.Annotation] = traceContext
+}
+
 // createSandbox makes a cold sandbox named after the claim from its template, with the claim's
-// pod metadata and environment variables.
-func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) (*agentsv1beta1.Sandbox, error) {
+// pod metadata, environment variables and trace context.
+func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, traceContext string) (*agentsv1beta1.Sandbox, error) {
 	sb := fromtemplate.NewSandbox(template)
+	setTraceContext(sb, traceContext)
 	sb.Name = claim.Name
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
@@ -122,6 +144,6 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		return nil, err
 	}
 	c.events.Eventf(claim, corev1.EventTypeNormal, "SandboxProvisioned", "Created sandbox %s from template %s", created.Name, template.Name)
-	metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchCold, "", "not-ready").Inc()
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, template.Name, metrics.LaunchCold, metrics.NoWarmPool, metrics.PodNotReady).Inc()
 	return created, nil
 }

@@ -279,11 +279,12 @@ func (f *fixture) applyWrites() {
 	for name := range f.deletes("sandboxes") {
 		f.deleteCache(newSandbox(name))
 	}
-	if ws := f.statusWrites(); len(ws) > 0 {
-		f.updateCache(ws[len(ws)-1])
-	}
+	// A status write follows the claim's metadata writes of the same sync and carries them.
 	for _, c := range f.updatedClaims() {
 		f.updateCache(c)
+	}
+	if ws := f.statusWrites(); len(ws) > 0 {
+		f.updateCache(ws[len(ws)-1])
 	}
 	f.reset()
 }
@@ -315,7 +316,7 @@ func TestSyncStatusFollowsSandbox(t *testing.T) {
 		{name: "Finished gone from the sandbox", sb: newSandbox(testClaim, mine, sandboxReady("False", "DependenciesNotReady", "restarting")),
 			wantWrite: true, wantReady: [2]string{"False", "DependenciesNotReady"}},
 	}
-	claim := newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone))
+	claim := newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone), withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim))
 	f := newFixture(t, claim, newTemplate())
 	f.addAPI(steps[0].sb)
 	for i, st := range steps {

@@ -6,6 +6,7 @@ package sandboxclaim
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -15,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 )
 
 const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
@@ -68,6 +71,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if errors.Is(syncErr, errSandboxCacheBehind) {
 		c.loop.Queue.AddAfter(key, sandboxCacheRetry)
 		return nil
+	}
+	if want, ok := sandboxNameLabel(claim, sb, syncErr, expired); ok {
+		if err := c.setSandboxNameLabel(ctx, claim, want); err != nil {
+			// A conflict: the newer claim is on its way and brings this sync back.
+			return ignoreGone(err)
+		}
 	}
 	computeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
@@ -121,12 +130,15 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		}
 	}
 	policy := warmPoolPolicy(claim)
+	// The sandbox goes on with the trace its claim's creator recorded.
+	ctx, traceContext, span := tracecontext.Start(ctx, c.tracer, claim.Annotations, "SandboxClaim.provision")
+	defer span.End()
 	// Volume claim templates of the claim's own force a cold start: a warm member's volumes exist.
 	if policy != extensionsv1beta1.WarmPoolPolicyNone && len(claim.Spec.VolumeClaimTemplates) == 0 {
 		if len(claim.Spec.Env) > 0 {
 			return nil, claimRefused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
 		}
-		sb, err := c.adopt(ctx, claim, template, policy)
+		sb, err := c.adopt(ctx, claim, template, policy, traceContext)
 		if sb != nil || err != nil {
 			return sb, err
 		}
@@ -134,7 +146,7 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 	if template == nil {
 		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
 	}
-	return c.createSandbox(ctx, claim, template)
+	return c.createSandbox(ctx, claim, template, traceContext)
 }
 
 // findSandbox looks for the claim's sandbox by its status, by the assignment label, by the
@@ -186,6 +198,51 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 		return nil, claimRefused("a Sandbox named %s exists and belongs to a warm pool", sb.Name)
 	}
 	return sb, nil
+}
+
+// sandboxNameLabel is the value the claim's sandbox-name label should have ("" for none) and
+// whether it differs from the one it has: the name of the sandbox the claim controls while it is
+// active, so that users can select a claim by its sandbox. A name longer than a label value may be
+// is not recorded. After a failed sync the label is left as it is.
+func sandboxNameLabel(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, syncErr error, expired bool) (string, bool) {
+	want := ""
+	switch {
+	case sb != nil && !expired && metav1.IsControlledBy(sb, claim):
+		if len(validation.IsValidLabelValue(sb.Name)) == 0 {
+			want = sb.Name
+		}
+	case syncErr != nil:
+		return "", false
+	}
+	return want, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel] != want
+}
+
+// setSandboxNameLabel writes the claim's sandbox-name label (removes it when name is empty) and
+// takes the written metadata into claim, so that its status write follows without a conflict.
+func (c *Controller) setSandboxNameLabel(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, name string) error {
+	labelled := claim.DeepCopy()
+	labelled.Labels = withSandboxNameLabel(labelled.Labels, name)
+	out, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).Update(ctx, labelled, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return err
+	}
+	claim.ObjectMeta = out.ObjectMeta
+	return nil
+}
+
+// withSandboxNameLabel returns a copy of labels with the sandbox-name label set to name, or
+// removed when name is empty.
+func withSandboxNameLabel(labels map[string]string, name string) map[string]string {
+	labels = maps.Clone(labels)
+	if name == "" {
+		delete(labels, extensionsv1beta1.ClaimSandboxNameLabel)
+		return labels
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[extensionsv1beta1.ClaimSandboxNameLabel] = name
+	return labels
 }
 
 // errSandboxCacheBehind says the claim names a sandbox the cache does not show as the claim's,

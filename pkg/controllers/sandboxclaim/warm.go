@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -37,11 +40,13 @@ type warmChooser struct {
 	// spread makes next start at a random one of the first few candidates, so that replicas
 	// choosing from the same members at once seldom try the same one.
 	spread bool
+	// tracer records the spans of adoptions, children of the traces claims record.
+	tracer trace.TracerProvider
 }
 
 // chooser is the controller's warmChooser, on its current caches and clock.
 func (c *Controller) chooser() warmChooser {
-	return warmChooser{warm: c.warm, templates: c.templates, pools: c.pools, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now}
+	return warmChooser{warm: c.warm, templates: c.templates, pools: c.pools, sandboxes: c.sandboxes, synced: c.synced, events: c.events, now: c.now, tracer: c.tracer}
 }
 
 // track keeps sb in the warm queue while a claim may adopt it.
@@ -71,9 +76,9 @@ func (w warmChooser) untrack(obj any) *agentsv1beta1.Sandbox {
 // spreadCandidates is how many of the oldest candidates a spreading chooser picks among.
 const spreadCandidates = 8
 
-// bucket is where the claim's candidates wait, and accept picks those made in the claim's
-// namespace (not an earlier one of the same name, by the namespace UIDs they record) and, under a
-// named pool policy, those of that pool.
+// bucket is where the claim's Ready candidates wait (its StartingBucket holds those still
+// starting), and accept picks those made in the claim's namespace (not an earlier one of the same
+// name, by the namespace UIDs they record) and, under a named pool policy, those of that pool.
 func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
 	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
 	poolHash := naming.NameHash(string(policy))
@@ -162,14 +167,20 @@ func (w warmChooser) offer(bucket warmqueue.Bucket, accept func(string) bool, ma
 	return false, nil
 }
 
-// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation.
+// recordAdoption emits the claim's SandboxAdopted event and counts a warm creation, with whether
+// the member's pod was Ready then.
 func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
 	pool := ""
 	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
 		pool = ref.Name
 	}
-	w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
-	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, "ready").Inc()
+	ready := meta.IsStatusConditionTrue(candidate.Status.Conditions, sandboxReadyKey)
+	if ready {
+		w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s", adopted.Name, pool)
+	} else {
+		w.events.Eventf(claim, corev1.EventTypeNormal, "SandboxAdopted", "Adopted warm sandbox %s from pool %s while its pod is still starting", adopted.Name, pool)
+	}
+	metrics.ClaimCreations.WithLabelValues(claim.Namespace, claim.Spec.TemplateRef.Name, metrics.LaunchWarm, pool, metrics.PodCondition(ready)).Inc()
 }
 
 // Standby binds claims at create time in a replica that does not run the claim controller (it
@@ -199,6 +210,7 @@ func NewStandby(c StandbyConfig) (*Standby, error) {
 		events:    c.Events,
 		now:       time.Now,
 		spread:    true,
+		tracer:    noop.NewTracerProvider(),
 	}}
 	_, err := c.Sandboxes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

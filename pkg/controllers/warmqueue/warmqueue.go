@@ -12,10 +12,19 @@ import (
 	"sync"
 )
 
-// Bucket groups the sandboxes one claim may choose from.
+// Bucket groups the sandboxes one claim may choose from: the Ready ones, or those still starting.
 type Bucket struct {
 	Namespace       string
 	TemplateRefHash string
+	// Starting holds the members whose pod is not Ready yet; a member moves to the Ready bucket
+	// when it becomes Ready.
+	Starting bool
+}
+
+// StartingBucket is the bucket of b's members still starting.
+func (b Bucket) StartingBucket() Bucket {
+	b.Starting = true
+	return b
 }
 
 // Queue is a set of sandbox keys per bucket, kept in the order they were added.

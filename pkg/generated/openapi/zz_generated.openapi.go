@@ -23,6 +23,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -504,6 +505,7 @@ func schema_pkg_apis_agents_v1alpha1_Lifecycle(ref common.ReferenceCallback) com
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -766,6 +768,7 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -774,6 +777,9 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](1),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -962,6 +968,7 @@ func schema_pkg_apis_agents_v1beta1_Lifecycle(ref common.ReferenceCallback) comm
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -1224,6 +1231,7 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it, Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying resources (Pods, Services) are always deleted on expiry.\n\nPossible enum values:\n - `\"Delete\"` deletes the Sandbox after its children.\n - `\"Retain\"` keeps the Sandbox, expired, after its children are deleted.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "Retain"},
@@ -1232,6 +1240,9 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](1),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1405,6 +1416,7 @@ func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback)
 					"ttlSecondsAfterFinished": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished condition mirrored from the sandbox), in seconds.",
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1412,6 +1424,7 @@ func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback)
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens when the claim expires: Delete removes the claim and its sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone, and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.\n\nPossible enum values:\n - `\"Delete\"` deletes the claim, and with it its sandbox.\n - `\"DeleteForeground\"` deletes the claim in the foreground: the claim stays, being deleted, until its sandbox and pod are gone.\n - `\"Retain\"` deletes the sandbox and keeps the claim with Ready=False ClaimExpired.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
@@ -1603,6 +1616,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
 							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults to that pool's name and may only be that or \"none\".",
+							Default:     "default",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1907,6 +1921,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 					"networkPolicyManagement": {
 						SchemaProps: spec.SchemaProps{
 							Description: "networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or Unmanaged to leave networking to something else.\n\nPossible enum values:\n - `\"Managed\"` makes the controller create and repair the NetworkPolicy.\n - `\"Unmanaged\"` leaves networking to something else; the controller removes its policy.",
+							Default:     "Managed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Managed", "Unmanaged"},
@@ -1915,6 +1930,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 					"envVarsInjectionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).\n\nPossible enum values:\n - `\"Allowed\"` lets claims add variables, not change the template's.\n - `\"Disallowed\"` refuses claims that set env.\n - `\"Overrides\"` lets claims add variables and override the template's.",
+							Default:     "Disallowed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
@@ -2078,6 +2094,8 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2154,6 +2172,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref commo
 					"type": {
 						SchemaProps: spec.SchemaProps{
 							Description: "type is OnReplenish (the default) or Recreate.\n\nPossible enum values:\n - `\"OnReplenish\"` keeps stale members until they are adopted or deleted; replacements are built from the new template.\n - `\"Recreate\"` deletes members at once when the template's pod template changes; the pool then refills. Label or annotation changes alone do not count.",
+							Default:     "OnReplenish",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"OnReplenish", "Recreate"},
@@ -2218,6 +2237,7 @@ func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) 
 					"ttlSecondsAfterFinished": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished condition mirrored from the sandbox), in seconds.",
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2225,6 +2245,7 @@ func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) 
 					"shutdownPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "shutdownPolicy says what happens when the claim expires: Delete removes the claim and its sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone, and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.\n\nPossible enum values:\n - `\"Delete\"` deletes the claim, and with it its sandbox.\n - `\"DeleteForeground\"` deletes the claim in the foreground: the claim stays, being deleted, until its sandbox and pod are gone.\n - `\"Retain\"` deletes the sandbox and keeps the claim with Ready=False ClaimExpired.",
+							Default:     "Retain",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
@@ -2416,6 +2437,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 					"warmpool": {
 						SchemaProps: spec.SchemaProps{
 							Description: "warmpool says which warm pools the claim may adopt a sandbox from: \"none\" never, \"default\" (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults to that pool's name and may only be that or \"none\".",
+							Default:     "default",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2720,6 +2742,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 					"networkPolicyManagement": {
 						SchemaProps: spec.SchemaProps{
 							Description: "networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or Unmanaged to leave networking to something else.\n\nPossible enum values:\n - `\"Managed\"` makes the controller create and repair the NetworkPolicy.\n - `\"Unmanaged\"` leaves networking to something else; the controller removes its policy.",
+							Default:     "Managed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Managed", "Unmanaged"},
@@ -2728,6 +2751,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 					"envVarsInjectionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).\n\nPossible enum values:\n - `\"Allowed\"` lets claims add variables, not change the template's.\n - `\"Disallowed\"` refuses claims that set env.\n - `\"Overrides\"` lets claims add variables and override the template's.",
+							Default:     "Disallowed",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
@@ -2891,6 +2915,8 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
+							Default:     1,
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2967,6 +2993,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolUpdateStrategy(ref common
 					"type": {
 						SchemaProps: spec.SchemaProps{
 							Description: "type is OnReplenish (the default) or Recreate.\n\nPossible enum values:\n - `\"OnReplenish\"` keeps stale members until they are adopted or deleted; replacements are built from the new template.\n - `\"Recreate\"` deletes members at once when the template's pod template changes; the pool then refills. Label or annotation changes alone do not count.",
+							Default:     "OnReplenish",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"OnReplenish", "Recreate"},

@@ -27,9 +27,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -290,6 +292,8 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	}
 	claim := created.DeepCopy()
 	claim.Status = withStatus.Status
+	// The served claim also carries the label naming its sandbox, written by the controller.
+	claim.Labels = withStatus.Labels
 	claimObj := fields.claimStatus.UpdateNoErrors(created, claim, FieldManager)
 	// The status strategy's checks, as for a status write. They compare metadata as for a stored
 	// claim, which this one is not yet: both sides get the same stand-in resourceVersion.
@@ -299,6 +303,12 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	if errs := b.claims.strategy.ValidateUpdate(ctx, after, before); len(errs) > 0 {
 		return &unbindableError{apierrors.NewInvalid(extensions.Kind("SandboxClaim"), created.Name, errs)}
 	}
+	// A status write keeps the labels it was given; this write is also the controller's labelling,
+	// checked as metadata.
+	if errs := metav1validation.ValidateLabels(withStatus.Labels, field.NewPath("metadata", "labels")); len(errs) > 0 {
+		return &unbindableError{apierrors.NewInvalid(extensions.Kind("SandboxClaim"), created.Name, errs)}
+	}
+	claimObj.(*extensions.SandboxClaim).Labels = withStatus.Labels
 
 	oldSandbox, newSandbox := &agents.Sandbox{}, &agents.Sandbox{}
 	if err := b.scheme.Convert(candidate, oldSandbox, nil); err != nil {

@@ -123,6 +123,7 @@ type Lifecycle struct {
 	// Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying
 	// resources (Pods, Services) are always deleted on expiry.
 	// +optional
+	// +default="Retain"
 	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
 
@@ -146,6 +147,9 @@ type SandboxSpec struct {
 	// in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes
 	// one changes the other.
 	// +optional
+	// +default=1
+	// +k8s:validation:minimum=0
+	// +k8s:validation:maximum=1
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in

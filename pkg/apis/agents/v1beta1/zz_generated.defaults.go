@@ -201,6 +201,14 @@ func SetObjectDefaults_Sandbox(in *Sandbox) {
 			}
 		}
 	}
+	if in.Spec.Lifecycle.ShutdownPolicy == nil {
+		var ptrVar1 ShutdownPolicy = "Retain"
+		in.Spec.Lifecycle.ShutdownPolicy = &ptrVar1
+	}
+	if in.Spec.Replicas == nil {
+		var ptrVar1 int32 = 1
+		in.Spec.Replicas = &ptrVar1
+	}
 }
 
 func SetObjectDefaults_SandboxList(in *SandboxList) {

@@ -28,8 +28,16 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 
 func SetObjectDefaults_SandboxClaim(in *SandboxClaim) {
 	SetDefaults_SandboxClaimSpec(&in.Spec)
+	if in.Spec.WarmPool == nil {
+		var ptrVar1 WarmPoolPolicy = "default"
+		in.Spec.WarmPool = &ptrVar1
+	}
 	if in.Spec.Lifecycle != nil {
 		SetDefaults_Lifecycle(in.Spec.Lifecycle)
+		if in.Spec.Lifecycle.ShutdownPolicy == nil {
+			var ptrVar1 ShutdownPolicy = "Retain"
+			in.Spec.Lifecycle.ShutdownPolicy = &ptrVar1
+		}
 	}
 }
 
@@ -219,6 +227,12 @@ func SetObjectDefaults_SandboxTemplate(in *SandboxTemplate) {
 			}
 		}
 	}
+	if in.Spec.NetworkPolicyManagement == "" {
+		in.Spec.NetworkPolicyManagement = "Managed"
+	}
+	if in.Spec.EnvVarsInjectionPolicy == "" {
+		in.Spec.EnvVarsInjectionPolicy = "Disallowed"
+	}
 }
 
 func SetObjectDefaults_SandboxTemplateList(in *SandboxTemplateList) {
@@ -230,6 +244,15 @@ func SetObjectDefaults_SandboxTemplateList(in *SandboxTemplateList) {
 
 func SetObjectDefaults_SandboxWarmPool(in *SandboxWarmPool) {
 	SetDefaults_SandboxWarmPoolSpec(&in.Spec)
+	if in.Spec.Replicas == nil {
+		var ptrVar1 int32 = 1
+		in.Spec.Replicas = &ptrVar1
+	}
+	if in.Spec.UpdateStrategy != nil {
+		if in.Spec.UpdateStrategy.Type == "" {
+			in.Spec.UpdateStrategy.Type = "OnReplenish"
+		}
+	}
 }
 
 func SetObjectDefaults_SandboxWarmPoolList(in *SandboxWarmPoolList) {

@@ -154,12 +154,14 @@ type Lifecycle struct {
 	// ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished
 	// condition mirrored from the sandbox), in seconds.
 	// +optional
+	// +k8s:validation:minimum=0
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
 	// shutdownPolicy says what happens when the claim expires: Delete removes the claim and its
 	// sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone,
 	// and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.
 	// +optional
+	// +default="Retain"
 	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
 
@@ -183,6 +185,7 @@ type SandboxClaimSpec struct {
 	// (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults
 	// to that pool's name and may only be that or "none".
 	// +optional
+	// +default="default"
 	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
 
 	// additionalPodMetadata holds labels and annotations merged onto the sandbox's pod. Keys in the
@@ -298,11 +301,13 @@ type SandboxTemplateSpec struct {
 	// networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or
 	// Unmanaged to leave networking to something else.
 	// +optional
+	// +default="Managed"
 	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
 
 	// envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the
 	// default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).
 	// +optional
+	// +default="Disallowed"
 	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
 
 	// volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the
@@ -353,6 +358,7 @@ type SandboxWarmPoolList struct {
 type SandboxWarmPoolUpdateStrategy struct {
 	// type is OnReplenish (the default) or Recreate.
 	// +optional
+	// +default="OnReplenish"
 	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty"`
 }
 
@@ -361,6 +367,8 @@ type SandboxWarmPoolSpec struct {
 	// replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of
 	// the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
 	// +optional
+	// +default=1
+	// +k8s:validation:minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
