@@ -100,7 +100,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		return nil, err
 	}
 	sb.Spec.PodTemplate.ObjectMeta = meta
-	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template.Spec.EnvVarsInjectionPolicy); err != nil {
+	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template); err != nil {
 		return nil, err
 	}
 	created, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Create(ctx, sb, metav1.CreateOptions{FieldManager: FieldManager})
