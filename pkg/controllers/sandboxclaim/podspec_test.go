@@ -291,6 +291,25 @@ func TestDesiredPodMetadata(t *testing.T) {
 			wantError: []string{"restricted domain", extensionsv1beta1.SandboxIDLabel},
 		},
 		{
+			name: "the router label of the secure default is refused", template: newTemplate(func(t *extensionsv1beta1.SandboxTemplate) {
+				delete(t.Spec.PodTemplate.ObjectMeta.Labels, "app")
+			}),
+			labels:    map[string]string{"app": "sandbox-router"},
+			wantError: []string{"label", `"app"`, "NetworkPolicy admits peers"},
+		},
+		{
+			name: "a mesh opt-out is refused", template: newTemplate(),
+			annots:    map[string]string{"sidecar.istio.io/inject": "false"},
+			wantError: []string{"annotation", `"sidecar.istio.io/inject"`, "sidecar"},
+		},
+		{
+			name: "a key the template's allow list leaves out is refused", template: newTemplate(func(t *extensionsv1beta1.SandboxTemplate) {
+				t.Spec.AllowedClaimPodMetadata = &extensionsv1beta1.ClaimPodMetadataKeys{Labels: []string{"owner"}}
+			}),
+			labels: map[string]string{"owner": "alice"}, annots: map[string]string{"cost-center": "1"},
+			wantError: []string{"annotation", `"cost-center"`, "allowedClaimPodMetadata"},
+		},
+		{
 			name: "a look-alike domain is not restricted", template: newTemplate(),
 			labels: map[string]string{"notk8s.io/x": "y"},
 			want:   agentsv1beta1.PodMetadata{Labels: with(tmplLabels, "notk8s.io/x", "y"), Annotations: map[string]string{"team": "ml"}},
