@@ -68,7 +68,7 @@ func TestWarmPoolPoisoning(t *testing.T) {
 		o := attacker.o
 		o.stdin = forgedMember("forged", "pool", poolUID, poolHash, templateHash)
 		_, stderr, err := kubectlWith(t, o, append([]string{"create", "-n", ns, "-f", "-"}, attacker.args...)...)
-		expectFailure(t, attacker.what+" creates a forged member", stderr, err, append([]string{`Sandbox.agents.x-k8s.io "forged" is invalid`}, wantFields...)...)
+		expectFailure(t, attacker.what+" creates a forged member", stderr, err, append([]string{`The Sandbox "forged" is invalid`}, wantFields...)...)
 		// Relabelling the real member is refused too.
 		_, stderr, err = kubectlWith(t, attacker.o, append([]string{"label", "-n", ns, "sandbox/" + members[0], "--overwrite", "agents.x-k8s.io/warm-pool-sandbox=other"}, attacker.args...)...)
 		expectFailure(t, attacker.what+" relabels the member", stderr, err, "metadata.labels[agents.x-k8s.io/warm-pool-sandbox]: Forbidden")
@@ -127,7 +127,7 @@ spec:
 		{"LD_PRELOAD", "  env: [{name: LD_PRELOAD, value: /tmp/x.so}]\n", []string{"spec.env[0].name: Forbidden", "loader or interpreter variable"}},
 	} {
 		_, stderr, err := kubectlWith(t, kubectlOptions{kubeconfig: kc, stdin: claim("bad", tc.spec)}, "create", "-n", ns, "-f", "-")
-		expectFailure(t, tc.what, stderr, err, append([]string{`SandboxClaim.extensions.agents.x-k8s.io "bad" is invalid`}, tc.want...)...)
+		expectFailure(t, tc.what, stderr, err, append([]string{`The SandboxClaim "bad" is invalid`}, tc.want...)...)
 	}
 	if _, _, err := kubectlErr(t, "get", "sandboxclaim", "bad", "-n", ns); err == nil {
 		t.Fatalf("a refused claim was stored")
