@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // forgedMember is a Sandbox dressed as a member of pool (uid) of template: the warm-pool and
@@ -203,8 +204,10 @@ spec:
 		}
 		return q.Status.Used
 	}
-	// kube-controller-manager's quota controller counts the template already there.
-	eventually(t, waitTimeout, "the quota controller to count the template", func() (bool, string) {
+	// kube-controller-manager's quota controller counts the template already there. On a plane
+	// just started it may not have discovered the aggregated resources yet: it looks again every
+	// 30 s and retries the quota with backoff, within its 5-minute full resync at the latest.
+	eventually(t, 5*time.Minute, "the quota controller to count the template", func() (bool, string) {
 		u := used()
 		return u["count/sandboxtemplates.extensions.agents.x-k8s.io"] == "1" && u[claims] == "0", fmt.Sprint(u)
 	})
