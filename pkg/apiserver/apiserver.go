@@ -31,6 +31,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
@@ -49,16 +50,21 @@ type CompletedConfig struct {
 	Controllers   *manager.Options
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
+	// ControllerIdentity is who the controllers are when they write here.
+	ControllerIdentity *controlleridentity.Identity
 }
 
-// Complete fills in the defaults of the generic server configuration. Controllers need the
-// cluster's kube-apiserver: without a client configuration for it they stay off.
+// Complete fills in the defaults of the generic server configuration and sets up the
+// controllers' identity. Controllers need the cluster's kube-apiserver: without a client
+// configuration for it they stay off.
 func (c *Config) Complete() CompletedConfig {
 	controllers := c.Controllers
 	if c.GenericConfig.ClientConfig == nil || (controllers != nil && !controllers.Any()) {
 		controllers = nil
 	}
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, KubeConfig: c.GenericConfig.ClientConfig}
+	identity := controlleridentity.New()
+	identity.Install(&c.GenericConfig.Authentication)
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
 }
 
 // SandboxServer is the running API server.
@@ -67,6 +73,9 @@ type SandboxServer struct {
 	// ClaimBinder binds claims at create time for the chooser serving it: the claim controller
 	// while this replica leads, a standby otherwise.
 	ClaimBinder *claimbinding.Binder
+	// ControllerIdentity is who the controllers are when they write here (see
+	// pkg/registry/controlleridentity).
+	ControllerIdentity *controlleridentity.Identity
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -84,7 +93,8 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		}
 		return ""
 	}
-	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer))
+	identity := c.ControllerIdentity
+	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer), identity)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +106,11 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
 	// to its sandbox (see pkg/registry/claimbinding), in every replica.
-	_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "")
-	sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "")
+	_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "", identity, nil)
+	sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "", identity)
 	binder, err := claimbinding.New(claimbinding.Config{
 		Scheme:              Scheme,
+		Controllers:         identity,
 		OptsGetter:          optsGetter,
 		ClaimStatusStrategy: claimStatusStrategy,
 		SandboxStrategy:     sandboxStrategy,
@@ -118,8 +129,14 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	refs := &sandboxclaim.References{Pools: poolStorage.SandboxWarmPool, Templates: templateStorage}
 	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), binder.WrapClaimStorage,
-		&sandboxclaim.References{Pools: poolStorage.SandboxWarmPool, Templates: templateStorage})
+		sandboxclaim.Policy{
+			Controllers: identity,
+			Templates:   refs.Template,
+			Authorizer:  c.GenericConfig.Authorization.Authorizer,
+			References:  refs,
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +180,14 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, hook.LoopbackClientConfig, kubeConfig, binder, tracer); err != nil {
+				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, binder, tracer); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity}, nil
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a

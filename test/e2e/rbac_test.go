@@ -68,7 +68,8 @@ spec:
 }
 
 // grantTenant gives user, in ns, what a tenant of the sandbox service gets: full use of
-// SandboxClaims and read access to SandboxTemplates, through a Role and a RoleBinding.
+// SandboxClaims, and reading and using (claiming from) SandboxTemplates, through a Role and a
+// RoleBinding.
 func grantTenant(t *testing.T, ns, user string) {
 	t.Helper()
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
@@ -81,7 +82,7 @@ rules:
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 - apiGroups: ["extensions.agents.x-k8s.io"]
   resources: ["sandboxtemplates"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "use"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

@@ -164,7 +164,18 @@ type SandboxTemplateSpec struct {
 	NetworkPolicyManagement    NetworkPolicyManagement
 	EnvVarsInjectionPolicy     EnvVarsInjectionPolicy
 	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy
-	Service                    *bool
+	// EnvVarsInjectionContainers name the containers besides the first regular one claims' env
+	// may reach.
+	EnvVarsInjectionContainers []string
+	// AllowedClaimPodMetadata, when set, lists the only pod metadata keys claims may set.
+	AllowedClaimPodMetadata *ClaimPodMetadataKeys
+	Service                 *bool
+}
+
+// ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.
+type ClaimPodMetadataKeys struct {
+	Labels      []string
+	Annotations []string
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

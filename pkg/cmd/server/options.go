@@ -60,7 +60,7 @@ type Options struct {
 
 // NewOptions returns the defaults: delegated authentication and authorization against the cluster,
 // the recommended admission plugins (with SandboxNamespaceLifecycle in place of
-// NamespaceLifecycle), and storage in v1beta1.
+// NamespaceLifecycle) and ResourceQuota, and storage in v1beta1.
 func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPrefix, apiserver.Codecs.LegacyCodec(apiserver.StorageVersions...)),
@@ -80,6 +80,7 @@ func NewOptions() *Options {
 	o.ServerRun.MaxRequestBodyBytes = 1 << 20
 	o.RecommendedOptions.SecureServing.BindPort = 8443
 	apiserver.UseNamespaceLifecycle(o.RecommendedOptions.Admission)
+	apiserver.UseResourceQuota(o.RecommendedOptions)
 	return o
 }
 

@@ -201,7 +201,7 @@ func TestCreateRefusals(t *testing.T) {
 			claim:      newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone), withEnv(ev{Name: "GPU", Value: "1", ContainerName: "trainer"})),
 			template:   newTemplate(envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)),
 			wantReason: extensionsv1beta1.ClaimReasonReconcilerError,
-			wantMsg:    `target container "trainer" not found in template for environment variable "GPU"`,
+			wantMsg:    `environment variable "GPU" for container "trainer": claim env reaches the template's first container (agent) and the containers its envVarsInjectionContainers names, not this one`,
 		},
 		{
 			name:       "env overriding a template variable under Allowed",
@@ -257,7 +257,10 @@ func TestCreateWithEnv(t *testing.T) {
 		extensionsv1beta1.EnvVar{Name: "NOTEBOOK_DIR", Value: "/workspace"},
 		extensionsv1beta1.EnvVar{Name: "INIT_MODE", Value: "slow", ContainerName: "setup"},
 	))
-	template := newTemplate(envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyOverrides))
+	// The init container gets claim env only because the template opens it.
+	template := newTemplate(envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyOverrides), func(t *extensionsv1beta1.SandboxTemplate) {
+		t.Spec.EnvVarsInjectionContainers = []string{"setup"}
+	})
 	f := newFixture(t, claim, template)
 	f.mustSync(testClaim)
 	created := f.createdSandboxes()

@@ -43,21 +43,33 @@ func desiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensi
 	out.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(claim.Spec.TemplateRef.Name)
 
 	extra := claim.Spec.AdditionalPodMetadata
+	var peerKeys, allowedLabels, allowedAnnotations []string
+	if template != nil {
+		peerKeys, allowedLabels, allowedAnnotations = templateMetadataPolicy(template)
+	}
 	for _, m := range []struct {
 		kind        string
 		dst, src    map[string]string
 		templateSet map[string]string
+		allowed     []string
 	}{
-		{"label", out.Labels, extra.Labels, base.Labels},
-		{"annotation", out.Annotations, extra.Annotations, base.Annotations},
+		{"label", out.Labels, extra.Labels, base.Labels, allowedLabels},
+		{"annotation", out.Annotations, extra.Annotations, base.Annotations, allowedAnnotations},
 	} {
 		for k, v := range m.src {
-			// The API refuses these already; a claim stored before that rule is caught here.
+			// The API refuses these already; a claim stored before those rules, or created
+			// before its template, is caught here.
 			if validation.IsRestrictedMetadataKey(k) {
 				return out, invalidMetadata("additionalPodMetadata %s %q is in a restricted domain (kubernetes.io, k8s.io, agents.x-k8s.io)", m.kind, k)
 			}
 			if cur, ok := m.templateSet[k]; ok && cur != v {
 				return out, invalidMetadata("additionalPodMetadata %s %q=%q conflicts with the template's value %q", m.kind, k, v, cur)
+			}
+			// Repeating the template's own value changes nothing.
+			if _, ok := m.templateSet[k]; !ok && template != nil {
+				if why := validation.ClaimPodMetadataRefusal(k, m.kind == "label", m.allowed, peerKeys); why != "" {
+					return out, invalidMetadata("additionalPodMetadata %s %q: %s", m.kind, k, why)
+				}
 			}
 			m.dst[k] = v
 		}
@@ -68,18 +80,44 @@ func desiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensi
 	return out, nil
 }
 
-// injectEnv adds the claim's environment variables to the pod spec as the template's policy
+// templateMetadataPolicy is what a template opens to claims' pod metadata: the label keys its
+// NetworkPolicy admits peers by, and its allowed label and annotation keys (nil when unlisted).
+func templateMetadataPolicy(t *extensionsv1beta1.SandboxTemplate) (peerKeys, labels, annotations []string) {
+	np := t.Spec.NetworkPolicy
+	if np == nil {
+		np = &extensionsv1beta1.NetworkPolicySpec{}
+	}
+	peerKeys = validation.PeerLabelKeys(t.Spec.NetworkPolicyManagement != extensionsv1beta1.NetworkPolicyManagementUnmanaged, t.Spec.NetworkPolicy != nil, np.Ingress, np.Egress)
+	if a := t.Spec.AllowedClaimPodMetadata; a != nil {
+		labels, annotations = append([]string{}, a.Labels...), append([]string{}, a.Annotations...)
+	}
+	return peerKeys, labels, annotations
+}
+
+// injectEnv adds the claim's environment variables to the pod spec of template t as its policy
 // allows: Allowed adds new variables, Overrides also replaces the template's, Disallowed refuses.
-// Variables without a container go to the first regular container; a named container may be an
-// init or a regular one.
-func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, policy extensionsv1beta1.EnvVarsInjectionPolicy) error {
+// Variables without a container go to the first regular container; another container (an init
+// container too) only when t's envVarsInjectionContainers names it. Loader and interpreter
+// variables (LD_PRELOAD ...) need Overrides.
+func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensionsv1beta1.SandboxTemplate) error {
 	if len(env) == 0 {
 		return nil
 	}
+	policy := t.Spec.EnvVarsInjectionPolicy
 	if policy != extensionsv1beta1.EnvVarsInjectionPolicyAllowed && policy != extensionsv1beta1.EnvVarsInjectionPolicyOverrides {
 		return claimRefused("environment variable injection is not allowed by the template policy (envVarsInjectionPolicy: %s)", policy)
 	}
+	first := ""
+	if len(spec.Containers) > 0 {
+		first = spec.Containers[0].Name
+	}
 	for _, e := range env {
+		if why := validation.ClaimEnvNameRefusal(e.Name, policy == extensionsv1beta1.EnvVarsInjectionPolicyOverrides); why != "" {
+			return claimRefused("environment variable %q is %s", e.Name, why)
+		}
+		if why := validation.ClaimEnvContainerRefusal(e.ContainerName, first, t.Spec.EnvVarsInjectionContainers); why != "" {
+			return claimRefused("environment variable %q for container %q: %s", e.Name, e.ContainerName, why)
+		}
 		var target *corev1.Container
 		switch {
 		case e.ContainerName == "" && len(spec.Containers) > 0:

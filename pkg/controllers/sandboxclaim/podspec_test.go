@@ -44,6 +44,7 @@ func TestInjectEnv(t *testing.T) {
 		spec    func() corev1.PodSpec
 		env     []ev
 		policy  extensionsv1beta1.EnvVarsInjectionPolicy
+		open    []string // the template's envVarsInjectionContainers
 		want    want
 		wantErr []string // substrings of the error; nil for success
 	}{
@@ -86,11 +87,31 @@ func TestInjectEnv(t *testing.T) {
 			want: want{setup: unchanged.setup, agent: []corev1.EnvVar{{Name: "TOKEN", Value: "x"}}},
 		},
 		{
-			name: "containerName routes to an init container", env: []ev{{Name: "A", Value: "1", ContainerName: "setup"}}, policy: allowed,
+			name: "an init container the template does not open is refused", env: []ev{{Name: "A", Value: "1", ContainerName: "setup"}}, policy: allowed,
+			wantErr: []string{`environment variable "A" for container "setup"`, "envVarsInjectionContainers"},
+		},
+		{
+			name: "a sidecar the template does not open is refused", env: []ev{{Name: "A", Value: "1", ContainerName: "sidecar"}}, policy: overrides,
+			wantErr: []string{`environment variable "A" for container "sidecar"`, "envVarsInjectionContainers"},
+		},
+		{
+			name: "LD_PRELOAD under Allowed is refused", env: []ev{{Name: "LD_PRELOAD", Value: "/tmp/x.so"}}, policy: allowed,
+			wantErr: []string{`"LD_PRELOAD"`, "loader or interpreter variable", "Overrides"},
+		},
+		{
+			name: "JAVA_TOOL_OPTIONS under Allowed is refused", env: []ev{{Name: "JAVA_TOOL_OPTIONS", Value: "-javaagent:/tmp/a.jar"}}, policy: allowed,
+			wantErr: []string{`"JAVA_TOOL_OPTIONS"`, "loader or interpreter variable"},
+		},
+		{
+			name: "LD_PRELOAD under Overrides is the template author's choice", env: []ev{{Name: "LD_PRELOAD", Value: "/opt/x.so"}}, policy: overrides,
+			want: want{setup: unchanged.setup, agent: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "LD_PRELOAD", Value: "/opt/x.so"}}},
+		},
+		{
+			name: "containerName routes to an init container the template opens", env: []ev{{Name: "A", Value: "1", ContainerName: "setup"}}, policy: allowed, open: []string{"setup"},
 			want: want{setup: []corev1.EnvVar{{Name: "INIT_MODE", Value: "fast"}, {Name: "A", Value: "1"}}, agent: unchanged.agent},
 		},
 		{
-			name: "containerName routes to a regular container that is not the first", env: []ev{{Name: "A", Value: "1", ContainerName: "sidecar"}}, policy: allowed,
+			name: "containerName routes to a regular container the template opens", env: []ev{{Name: "A", Value: "1", ContainerName: "sidecar"}}, policy: allowed, open: []string{"sidecar"},
 			want: want{setup: unchanged.setup, agent: unchanged.agent, sidecar: []corev1.EnvVar{{Name: "A", Value: "1"}}},
 		},
 		{
@@ -105,7 +126,7 @@ func TestInjectEnv(t *testing.T) {
 				{Name: "B", Value: "2", ContainerName: "setup"},
 				{Name: "C", Value: "3", ContainerName: "sidecar"},
 			},
-			policy: allowed,
+			policy: allowed, open: []string{"sidecar", "setup"},
 			want: want{
 				setup:   []corev1.EnvVar{{Name: "INIT_MODE", Value: "fast"}, {Name: "B", Value: "2"}},
 				agent:   []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "A", Value: "1"}},
@@ -114,7 +135,7 @@ func TestInjectEnv(t *testing.T) {
 		},
 		{
 			name: "an unknown container is an error naming the container and the variable",
-			env:  []ev{{Name: "GPU_FLAGS", Value: "--mig", ContainerName: "trainer"}}, policy: allowed,
+			env:  []ev{{Name: "GPU_FLAGS", Value: "--mig", ContainerName: "trainer"}}, policy: allowed, open: []string{"trainer"},
 			wantErr: []string{`target container "trainer" not found`, `environment variable "GPU_FLAGS"`},
 		},
 		{
@@ -137,7 +158,8 @@ func TestInjectEnv(t *testing.T) {
 				spec = tc.spec()
 			}
 			before := *spec.DeepCopy()
-			err := injectEnv(&spec, tc.env, tc.policy)
+			template := &extensionsv1beta1.SandboxTemplate{Spec: extensionsv1beta1.SandboxTemplateSpec{EnvVarsInjectionPolicy: tc.policy, EnvVarsInjectionContainers: tc.open}}
+			err := injectEnv(&spec, tc.env, template)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("injectEnv succeeded, want an error with %q; spec %+v", tc.wantErr, spec)
@@ -267,6 +289,25 @@ func TestDesiredPodMetadata(t *testing.T) {
 			name: "the claim-uid label is refused", template: newTemplate(),
 			labels:    map[string]string{extensionsv1beta1.SandboxIDLabel: "forged"},
 			wantError: []string{"restricted domain", extensionsv1beta1.SandboxIDLabel},
+		},
+		{
+			name: "the router label of the secure default is refused", template: newTemplate(func(t *extensionsv1beta1.SandboxTemplate) {
+				delete(t.Spec.PodTemplate.ObjectMeta.Labels, "app")
+			}),
+			labels:    map[string]string{"app": "sandbox-router"},
+			wantError: []string{"label", `"app"`, "NetworkPolicy admits peers"},
+		},
+		{
+			name: "a mesh opt-out is refused", template: newTemplate(),
+			annots:    map[string]string{"sidecar.istio.io/inject": "false"},
+			wantError: []string{"annotation", `"sidecar.istio.io/inject"`, "sidecar"},
+		},
+		{
+			name: "a key the template's allow list leaves out is refused", template: newTemplate(func(t *extensionsv1beta1.SandboxTemplate) {
+				t.Spec.AllowedClaimPodMetadata = &extensionsv1beta1.ClaimPodMetadataKeys{Labels: []string{"owner"}}
+			}),
+			labels: map[string]string{"owner": "alice"}, annots: map[string]string{"cost-center": "1"},
+			wantError: []string{"annotation", `"cost-center"`, "allowedClaimPodMetadata"},
 		},
 		{
 			name: "a look-alike domain is not restricted", template: newTemplate(),

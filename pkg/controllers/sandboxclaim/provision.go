@@ -122,7 +122,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		return nil, err
 	}
 	sb.Spec.PodTemplate.ObjectMeta = meta
-	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template.Spec.EnvVarsInjectionPolicy); err != nil {
+	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template); err != nil {
 		return nil, err
 	}
 	if sb.Spec.VolumeClaimTemplates, err = mergeVolumeClaimTemplates(sb.Spec.VolumeClaimTemplates, claim, template); err != nil {

@@ -18,12 +18,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
 
-// SandboxRouterSelector selects the pods the secure default policy lets traffic in from.
-var SandboxRouterSelector = map[string]string{"app": "sandbox-router"}
+// SandboxRouterSelector selects the pods the secure default policy lets traffic in from; claims
+// may not put its keys on their pods (see the extensions validation).
+var SandboxRouterSelector = validation.DefaultPolicyPeerLabels
 
 // Egress of the secure default policy: the internet, without private (RFC 1918), link-local
 // (cloud metadata servers) and IPv6 unique local addresses. Cluster DNS is blocked with them;

@@ -61,6 +61,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &agentsv1beta1.SandboxStatusApplyConfiguration{}
 
 		// Group=extensions.agents.x-k8s.io, Version=v1alpha1
+	case extensionsv1alpha1.SchemeGroupVersion.WithKind("ClaimPodMetadataKeys"):
+		return &applyconfigurationextensionsv1alpha1.ClaimPodMetadataKeysApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1alpha1.EnvVarApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("Lifecycle"):
@@ -93,6 +95,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationextensionsv1alpha1.SandboxWarmPoolUpdateStrategyApplyConfiguration{}
 
 		// Group=extensions.agents.x-k8s.io, Version=v1beta1
+	case extensionsv1beta1.SchemeGroupVersion.WithKind("ClaimPodMetadataKeys"):
+		return &applyconfigurationextensionsv1beta1.ClaimPodMetadataKeysApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1beta1.EnvVarApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("Lifecycle"):

@@ -46,6 +46,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.SandboxList{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_SandboxList(ref),
 		v1beta1.SandboxSpec{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_SandboxSpec(ref),
 		v1beta1.SandboxStatus{}.OpenAPIModelName():                            schema_pkg_apis_agents_v1beta1_SandboxStatus(ref),
+		extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName():          schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref),
 		extensionsv1alpha1.EnvVar{}.OpenAPIModelName():                        schema_pkg_apis_extensions_v1alpha1_EnvVar(ref),
 		extensionsv1alpha1.Lifecycle{}.OpenAPIModelName():                     schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref),
 		extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1alpha1_NetworkPolicySpec(ref),
@@ -64,6 +65,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1alpha1.SandboxWarmPoolSpec{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref),
 		extensionsv1alpha1.SandboxWarmPoolStatus{}.OpenAPIModelName():         schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolStatus(ref),
 		extensionsv1alpha1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName(): schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref),
+		extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1beta1_ClaimPodMetadataKeys(ref),
 		extensionsv1beta1.EnvVar{}.OpenAPIModelName():                         schema_pkg_apis_extensions_v1beta1_EnvVar(ref),
 		extensionsv1beta1.Lifecycle{}.OpenAPIModelName():                      schema_pkg_apis_extensions_v1beta1_Lifecycle(ref),
 		extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1beta1_NetworkPolicySpec(ref),
@@ -1363,6 +1365,59 @@ func schema_pkg_apis_agents_v1beta1_SandboxStatus(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "labels are the label keys claims may set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "annotations are the annotation keys claims may set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_extensions_v1alpha1_EnvVar(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1944,6 +1999,32 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
 						},
 					},
+					"envVarsInjectionContainers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "envVarsInjectionContainers names the containers, besides the first regular one, whose environment a claim's spec.env may reach (with containerName): init containers and sidecars run with the sandbox's secrets and network too, so they are closed unless named here. Each must be a container or init container of podTemplate. Unset or empty: the first regular container only.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"allowedClaimPodMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allowedClaimPodMetadata lists exactly which pod label and annotation keys a claim's spec.additionalPodMetadata may set. Unset: any key except the reserved domains (kubernetes.io, k8s.io, agents.x-k8s.io) and the keys that make a pod look trusted: label keys this template's NetworkPolicy admits peers by (app, of the secure default), sidecar injection and mesh keys (istio.io, linkerd.io, ...), and container runtime keys (io.kubernetes.cri-o., io.katacontainers., dev.gvisor., ...). Set: only the keys listed, which may include those trusted keys (never a reserved domain).",
+							Ref:         ref(extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName()),
+						},
+					},
 					"service": {
 						SchemaProps: spec.SchemaProps{
 							Description: "service is copied to the spec.service of every sandbox: true gives each a headless Service.",
@@ -1956,7 +2037,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -2093,9 +2174,10 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
+							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset and at most 5000. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Default:     1,
 							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](5000),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2176,6 +2258,59 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref commo
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"OnReplenish", "Recreate"},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_extensions_v1beta1_ClaimPodMetadataKeys(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"labels": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "labels are the label keys claims may set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"annotations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "annotations are the annotation keys claims may set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
 						},
 					},
 				},
@@ -2765,6 +2900,32 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 							Enum:        []interface{}{"Allowed", "Disallowed", "Overrides"},
 						},
 					},
+					"envVarsInjectionContainers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "envVarsInjectionContainers names the containers, besides the first regular one, whose environment a claim's spec.env may reach (with containerName): init containers and sidecars run with the sandbox's secrets and network too, so they are closed unless named here. Each must be a container or init container of podTemplate. Unset or empty: the first regular container only.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"allowedClaimPodMetadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allowedClaimPodMetadata lists exactly which pod label and annotation keys a claim's spec.additionalPodMetadata may set. Unset: any key except the reserved domains (kubernetes.io, k8s.io, agents.x-k8s.io) and the keys that make a pod look trusted: label keys this template's NetworkPolicy admits peers by (app, of the secure default), sidecar injection and mesh keys (istio.io, linkerd.io, ...), and container runtime keys (io.kubernetes.cri-o., io.katacontainers., dev.gvisor., ...). Set: only the keys listed, which may include those trusted keys (never a reserved domain).",
+							Ref:         ref(extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName()),
+						},
+					},
 					"service": {
 						SchemaProps: spec.SchemaProps{
 							Description: "service is copied to the spec.service of every sandbox: true gives each a headless Service.",
@@ -2777,7 +2938,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -2914,9 +3075,10 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
+							Description: "replicas is the number of ready sandboxes the pool keeps, 1 when unset and at most 5000. It is the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.",
 							Default:     1,
 							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](5000),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

@@ -50,6 +50,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 )
 
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
@@ -86,6 +87,9 @@ type Config struct {
 	SandboxStrategy     ResetFieldsUpdateStrategy
 	// SandboxKey is the sandbox registry's key function.
 	SandboxKey func(ctx context.Context, name string) (string, error)
+	// Controllers is the identity the binding writes as: the claim controller's work, done inside
+	// a tenant's create request, may write the marks only the controllers may.
+	Controllers *controlleridentity.Identity
 }
 
 // ResetFieldsUpdateStrategy is an update strategy that names the fields its writes leave alone.
@@ -97,12 +101,13 @@ type ResetFieldsUpdateStrategy interface {
 // Binder stores claims bound at create time. It binds nothing until a chooser serves it and its
 // field managers are set up.
 type Binder struct {
-	scheme     *runtime.Scheme
-	etcd       *clientv3.Client
-	claims     resource
-	sandboxes  resource
-	sandboxKey func(ctx context.Context, name string) (string, error)
-	chooser    atomic.Pointer[Chooser]
+	scheme      *runtime.Scheme
+	etcd        *clientv3.Client
+	claims      resource
+	sandboxes   resource
+	sandboxKey  func(ctx context.Context, name string) (string, error)
+	controllers *controlleridentity.Identity
+	chooser     atomic.Pointer[Chooser]
 	// fields is set once, by SetOpenAPI, after the API groups are installed.
 	fields atomic.Pointer[fieldManagers]
 }
@@ -141,11 +146,12 @@ func New(c Config) (*Binder, error) {
 		return nil, fmt.Errorf("etcd client for claim binding: %w", err)
 	}
 	return &Binder{
-		scheme:     c.Scheme,
-		etcd:       client,
-		sandboxKey: c.SandboxKey,
-		claims:     newResource(claimOpts.StorageConfig, c.ClaimStatusStrategy),
-		sandboxes:  newResource(sandboxOpts.StorageConfig, c.SandboxStrategy),
+		scheme:      c.Scheme,
+		etcd:        client,
+		sandboxKey:  c.SandboxKey,
+		controllers: c.Controllers,
+		claims:      newResource(claimOpts.StorageConfig, c.ClaimStatusStrategy),
+		sandboxes:   newResource(sandboxOpts.StorageConfig, c.SandboxStrategy),
 	}, nil
 }
 
@@ -284,7 +290,7 @@ func (b *Binder) bind(ctx context.Context, key string, claim *extensions.Sandbox
 // conditional on the candidate's revision and the claim's absence, and decodes the stored claim
 // into out.
 func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey string, created *extensions.SandboxClaim, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox, out runtime.Object) error {
-	ctx = genericapirequest.WithNamespace(ctx, created.Namespace)
+	ctx = b.controllers.WithUser(genericapirequest.WithNamespace(ctx, created.Namespace))
 
 	withStatus := &extensions.SandboxClaim{}
 	if err := b.scheme.Convert(served, withStatus, nil); err != nil {

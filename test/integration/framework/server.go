@@ -27,10 +27,15 @@ const startTimeout = 60 * time.Second
 
 // Server is a running in-process sandbox-apiserver.
 type Server struct {
-	// Config reaches the server as a privileged loopback client.
+	// Config reaches the server as a privileged loopback client (system:apiserver, not the
+	// controllers).
 	Config *rest.Config
 	// Client is the generated clientset on Config.
 	Client *versioned.Clientset
+	// ControllerConfig and ControllerClient reach the server as its own controllers do: the only
+	// client whose writes may carry warm-pool, template and claim marks.
+	ControllerConfig *rest.Config
+	ControllerClient *versioned.Clientset
 	// ClaimBinder binds claims at create time for the chooser a test gives it (no controller
 	// runs here).
 	ClaimBinder *claimbinding.Binder
@@ -96,6 +101,10 @@ func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options))
 
 	s.Client, err = versioned.NewForConfig(s.Config)
 	if err != nil {
+		t.Fatal(err)
+	}
+	s.ControllerConfig = srv.ControllerIdentity.ClientConfig(s.Config)
+	if s.ControllerClient, err = versioned.NewForConfig(s.ControllerConfig); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitReady(ctx, s.Client, done); err != nil {

@@ -281,6 +281,19 @@ type NetworkPolicySpec struct {
 	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
 }
 
+// ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.
+type ClaimPodMetadataKeys struct {
+	// labels are the label keys claims may set.
+	// +optional
+	// +listType=set
+	Labels []string `json:"labels,omitempty"`
+
+	// annotations are the annotation keys claims may set.
+	// +optional
+	// +listType=set
+	Annotations []string `json:"annotations,omitempty"`
+}
+
 // SandboxTemplateSpec is the desired state of a SandboxTemplate.
 type SandboxTemplateSpec struct {
 	// podTemplate describes the pod of every sandbox made from this template.
@@ -315,6 +328,24 @@ type SandboxTemplateSpec struct {
 	// of the same name). A claim the policy does not allow is refused when it is created.
 	// +optional
 	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+	// envVarsInjectionContainers names the containers, besides the first regular one, whose
+	// environment a claim's spec.env may reach (with containerName): init containers and sidecars
+	// run with the sandbox's secrets and network too, so they are closed unless named here. Each
+	// must be a container or init container of podTemplate. Unset or empty: the first regular
+	// container only.
+	// +optional
+	// +listType=set
+	EnvVarsInjectionContainers []string `json:"envVarsInjectionContainers,omitempty"`
+
+	// allowedClaimPodMetadata lists exactly which pod label and annotation keys a claim's
+	// spec.additionalPodMetadata may set. Unset: any key except the reserved domains
+	// (kubernetes.io, k8s.io, agents.x-k8s.io) and the keys that make a pod look trusted: label
+	// keys this template's NetworkPolicy admits peers by (app, of the secure default), sidecar
+	// injection and mesh keys (istio.io, linkerd.io, ...), and container runtime keys
+	// (io.kubernetes.cri-o., io.katacontainers., dev.gvisor., ...). Set: only the keys listed, which
+	// may include those trusted keys (never a reserved domain).
+	// +optional
+	AllowedClaimPodMetadata *ClaimPodMetadataKeys `json:"allowedClaimPodMetadata,omitempty"`
 
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	// +optional
@@ -364,11 +395,13 @@ type SandboxWarmPoolUpdateStrategy struct {
 
 // SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
 type SandboxWarmPoolSpec struct {
-	// replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of
-	// the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
+	// replicas is the number of ready sandboxes the pool keeps, 1 when unset and at most 5000. It is
+	// the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can
+	// drive it.
 	// +optional
 	// +default=1
 	// +k8s:validation:minimum=0
+	// +k8s:validation:maximum=5000
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.

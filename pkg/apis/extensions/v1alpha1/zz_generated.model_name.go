@@ -9,6 +9,11 @@
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimPodMetadataKeys) OpenAPIModelName() string {
+	return "io.x-k8s.agents.extensions.v1alpha1.ClaimPodMetadataKeys"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EnvVar) OpenAPIModelName() string {
 	return "io.x-k8s.agents.extensions.v1alpha1.EnvVar"
 }

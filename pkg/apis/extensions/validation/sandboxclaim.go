@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -172,12 +173,7 @@ func validateAdditionalPodMetadata(m *agents.PodMetadata, fldPath *field.Path) f
 		name string
 		keys map[string]string
 	}{{"labels", m.Labels}, {"annotations", m.Annotations}} {
-		keys := make([]string, 0, len(kind.keys))
-		for k := range kind.keys {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(kind.keys) {
 			if IsRestrictedMetadataKey(k) {
 				allErrs = append(allErrs, field.Forbidden(fldPath.Child(kind.name).Key(k),
 					"keys in the kubernetes.io, k8s.io and agents.x-k8s.io domains (and their subdomains) are reserved"))
@@ -212,4 +208,94 @@ func validateClaimEnv(env []extensions.EnvVar, fldPath *field.Path) field.ErrorL
 		seen[key] = true
 	}
 	return allErrs
+}
+
+// ValidateClaimPodMetadataForTemplate checks the pod metadata keys a claim sets against what its
+// template t opens (ClaimPodMetadataRefusal).
+func ValidateClaimPodMetadataForTemplate(c *extensions.SandboxClaim, t *extensions.SandboxTemplate) field.ErrorList {
+	var allErrs field.ErrorList
+	spec := &t.Spec
+	peerKeys := PeerLabelKeys(spec.NetworkPolicyManagement != extensions.NetworkPolicyManagementUnmanaged, spec.NetworkPolicy != nil,
+		networkPolicyIngress(spec.NetworkPolicy), networkPolicyEgress(spec.NetworkPolicy))
+	var allowedLabels, allowedAnnotations []string
+	if a := spec.AllowedClaimPodMetadata; a != nil {
+		allowedLabels, allowedAnnotations = nonNil(a.Labels), nonNil(a.Annotations)
+	}
+	metaPath := field.NewPath("spec", "additionalPodMetadata")
+	templateMeta := spec.PodTemplate.ObjectMeta
+	for _, kind := range []struct {
+		name     string
+		label    bool
+		keys     map[string]string
+		allowed  []string
+		template map[string]string
+	}{
+		{"labels", true, c.Spec.AdditionalPodMetadata.Labels, allowedLabels, templateMeta.Labels},
+		{"annotations", false, c.Spec.AdditionalPodMetadata.Annotations, allowedAnnotations, templateMeta.Annotations},
+	} {
+		for _, k := range sortedKeys(kind.keys) {
+			// Reserved domains are ValidateSandboxClaim's; the template's own keys are compared by
+			// the controller (the same value changes nothing, another is refused).
+			if _, set := kind.template[k]; IsRestrictedMetadataKey(k) || set {
+				continue
+			}
+			if why := ClaimPodMetadataRefusal(k, kind.label, kind.allowed, peerKeys); why != "" {
+				allErrs = append(allErrs, field.Forbidden(metaPath.Child(kind.name).Key(k), why))
+			}
+		}
+	}
+	return allErrs
+}
+
+// ValidateClaimEnvForTemplate checks a claim's env against its template t: which containers it
+// reaches (ClaimEnvContainerRefusal) and loader variables (ClaimEnvNameRefusal).
+func ValidateClaimEnvForTemplate(c *extensions.SandboxClaim, t *extensions.SandboxTemplate) field.ErrorList {
+	var allErrs field.ErrorList
+	spec := &t.Spec
+	first := ""
+	if len(spec.PodTemplate.Spec.Containers) > 0 {
+		first = spec.PodTemplate.Spec.Containers[0].Name
+	}
+	overrides := spec.EnvVarsInjectionPolicy == extensions.EnvVarsInjectionPolicyOverrides
+	envPath := field.NewPath("spec", "env")
+	for i, e := range c.Spec.Env {
+		if why := ClaimEnvNameRefusal(e.Name, overrides); why != "" {
+			allErrs = append(allErrs, field.Forbidden(envPath.Index(i).Child("name"), e.Name+" is "+why))
+		}
+		if why := ClaimEnvContainerRefusal(e.ContainerName, first, spec.EnvVarsInjectionContainers); why != "" {
+			allErrs = append(allErrs, field.Forbidden(envPath.Index(i).Child("containerName"), why))
+		}
+	}
+	return allErrs
+}
+
+func networkPolicyIngress(np *extensions.NetworkPolicySpec) []networkingv1.NetworkPolicyIngressRule {
+	if np == nil {
+		return nil
+	}
+	return np.Ingress
+}
+
+func networkPolicyEgress(np *extensions.NetworkPolicySpec) []networkingv1.NetworkPolicyEgressRule {
+	if np == nil {
+		return nil
+	}
+	return np.Egress
+}
+
+// nonNil keeps a listed but empty allow list (nothing allowed) apart from no list.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -68,6 +68,54 @@ func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *
 	if np := spec.NetworkPolicy; np != nil {
 		allErrs = append(allErrs, validateNetworkPolicySpec(np, fldPath.Child("networkPolicy"))...)
 	}
+	allErrs = append(allErrs, validateEnvVarsInjectionContainers(spec, fldPath.Child("envVarsInjectionContainers"))...)
+	if a := spec.AllowedClaimPodMetadata; a != nil {
+		metaPath := fldPath.Child("allowedClaimPodMetadata")
+		allErrs = append(allErrs, validateAllowedKeys(a.Labels, metaPath.Child("labels"))...)
+		allErrs = append(allErrs, validateAllowedKeys(a.Annotations, metaPath.Child("annotations"))...)
+	}
+	return allErrs
+}
+
+// validateEnvVarsInjectionContainers checks that each container named is one of the pod
+// template's, once.
+func validateEnvVarsInjectionContainers(spec *extensions.SandboxTemplateSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	pod := &spec.PodTemplate.Spec
+	seen := map[string]bool{}
+	for i, name := range spec.EnvVarsInjectionContainers {
+		p := fldPath.Index(i)
+		if seen[name] {
+			allErrs = append(allErrs, field.Duplicate(p, name))
+			continue
+		}
+		seen[name] = true
+		isContainer := func(c corev1.Container) bool { return c.Name == name }
+		if !slices.ContainsFunc(pod.Containers, isContainer) && !slices.ContainsFunc(pod.InitContainers, isContainer) {
+			allErrs = append(allErrs, field.NotFound(p, name))
+		}
+	}
+	return allErrs
+}
+
+// validateAllowedKeys checks the pod metadata keys a template opens to claims: valid keys, once,
+// none in a reserved domain (claims never set those).
+func validateAllowedKeys(keys []string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := map[string]bool{}
+	for i, k := range keys {
+		p := fldPath.Index(i)
+		for _, msg := range utilvalidation.IsQualifiedName(k) {
+			allErrs = append(allErrs, field.Invalid(p, k, msg))
+		}
+		switch {
+		case seen[k]:
+			allErrs = append(allErrs, field.Duplicate(p, k))
+		case IsRestrictedMetadataKey(k):
+			allErrs = append(allErrs, field.Invalid(p, k, "keys in the kubernetes.io, k8s.io and agents.x-k8s.io domains are reserved: claims may never set them"))
+		}
+		seen[k] = true
+	}
 	return allErrs
 }
 

@@ -79,6 +79,27 @@ func TestValidateSandboxTemplate(t *testing.T) {
 		{name: "name invalid", mutate: func(t *extensions.SandboxTemplate) { t.Name = "Secure_Template" },
 			want: []want{invalid("metadata.name")}},
 
+		// what claims may reach: env containers and pod metadata keys
+		{name: "env containers of the pod template", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.PodTemplate.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "busybox"}}
+			t.Spec.EnvVarsInjectionContainers = []string{"my-container", "setup"}
+		}},
+		{name: "env containers unknown or twice", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsInjectionContainers = []string{"my-container", "sidecar", "my-container"}
+		}, want: []want{notFound("spec.envVarsInjectionContainers[1]"), duplicate("spec.envVarsInjectionContainers[2]")}},
+		{name: "claim pod metadata keys", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.AllowedClaimPodMetadata = &extensions.ClaimPodMetadataKeys{Labels: []string{"team", "app"}, Annotations: []string{"sidecar.istio.io/inject"}}
+		}},
+		{name: "claim pod metadata keys invalid, reserved or twice", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.AllowedClaimPodMetadata = &extensions.ClaimPodMetadataKeys{
+				Labels:      []string{"team", "team", "bad key"},
+				Annotations: []string{"agents.x-k8s.io/claim-uid", "kubernetes.io/x"},
+			}
+		}, want: []want{
+			duplicate("spec.allowedClaimPodMetadata.labels[1]"), invalid("spec.allowedClaimPodMetadata.labels[2]"),
+			invalid("spec.allowedClaimPodMetadata.annotations[0]"), invalid("spec.allowedClaimPodMetadata.annotations[1]"),
+		}},
+
 		// pod template and volume claim templates (agents rules)
 		{name: "no containers", mutate: func(t *extensions.SandboxTemplate) { t.Spec.PodTemplate.Spec.Containers = nil },
 			want: []want{required("spec.podTemplate.spec.containers")}},

@@ -4,6 +4,7 @@
 package validation
 
 import (
+	"fmt"
 	"slices"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -52,8 +53,15 @@ func ValidateSandboxWarmPoolStatusUpdate(newP, oldP *extensions.SandboxWarmPool)
 	return allErrs
 }
 
+// MaxWarmPoolReplicas bounds a pool's replicas: each is a running pod, and a pool is refilled
+// without anyone asking, so a typo or a runaway autoscaler must not fill the cluster.
+const MaxWarmPoolReplicas = 5000
+
 func validateSandboxWarmPoolSpec(spec *extensions.SandboxWarmPoolSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateNonnegativeField(int64(spec.Replicas), fldPath.Child("replicas"))
+	if spec.Replicas > MaxWarmPoolReplicas {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("replicas"), spec.Replicas, fmt.Sprintf("must be at most %d", MaxWarmPoolReplicas)))
+	}
 	allErrs = append(allErrs, validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))...)
 	if s := spec.UpdateStrategy; s != nil && !slices.Contains(supportedUpdateStrategyTypes, s.Type) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("updateStrategy", "type"), s.Type, supportedUpdateStrategyTypes))

@@ -48,6 +48,9 @@ func TestValidateSandboxWarmPool(t *testing.T) {
 		{name: "replicas 0", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.Replicas = 0 }},
 		{name: "replicas negative", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.Replicas = -1 },
 			want: []want{invalid("spec.replicas")}},
+		{name: "replicas at the maximum", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.Replicas = MaxWarmPoolReplicas }},
+		{name: "replicas above the maximum", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.Replicas = MaxWarmPoolReplicas + 1 },
+			want: []want{invalid("spec.replicas")}},
 
 		// template reference
 		{name: "template missing", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.TemplateRef.Name = "" },

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/scale"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
@@ -30,8 +31,8 @@ type Storage struct {
 
 // NewStorage returns the registry of Sandboxes on the storage of optsGetter; finalizer (may be
 // empty) is put on every new Sandbox.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*Storage, error) {
-	strategy, statusStrategy := NewStrategy(scheme, finalizer)
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, controllers *controlleridentity.Identity) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme, finalizer, controllers)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &agents.Sandbox{} },
 		NewListFunc:               func() runtime.Object { return &agents.SandboxList{} },

@@ -25,11 +25,15 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trustmarks"
 )
 
 // sandboxStrategy is the create, update and delete strategy of Sandbox: spec writes only.
 type sandboxStrategy struct {
 	base.Strategy
+	// controllers alone may set the marks of warm-pool membership and claim ownership.
+	controllers *controlleridentity.Identity
 }
 
 // sandboxStatusStrategy is the strategy of the status subresource: status writes only.
@@ -37,9 +41,10 @@ type sandboxStatusStrategy struct {
 	sandboxStrategy
 }
 
-// NewStrategy returns the main strategy and the status strategy of Sandbox.
-func NewStrategy(typer runtime.ObjectTyper, finalizer string) (sandboxStrategy, sandboxStatusStrategy) {
-	s := sandboxStrategy{base.NewStrategy(typer, finalizer)}
+// NewStrategy returns the main strategy and the status strategy of Sandbox; only controllers may
+// write the marks the controllers trust (see pkg/registry/trustmarks).
+func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *controlleridentity.Identity) (sandboxStrategy, sandboxStatusStrategy) {
+	s := sandboxStrategy{Strategy: base.NewStrategy(typer, finalizer), controllers: controllers}
 	return s, sandboxStatusStrategy{s}
 }
 
@@ -67,12 +72,22 @@ func (sandboxStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Obje
 	}
 }
 
-func (sandboxStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateSandbox(obj.(*agents.Sandbox))
+func (st sandboxStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	s := obj.(*agents.Sandbox)
+	allErrs := validation.ValidateSandbox(s)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Sandbox(s, nil)...)
+	}
+	return allErrs
 }
 
-func (sandboxStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSandboxUpdate(obj.(*agents.Sandbox), old.(*agents.Sandbox))
+func (st sandboxStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
+	allErrs := validation.ValidateSandboxUpdate(newS, oldS)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Sandbox(newS, oldS)...)
+	}
+	return allErrs
 }
 
 // GetResetFields tells server-side apply that a status write never sets spec.
@@ -88,8 +103,15 @@ func (sandboxStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtim
 	newS.Annotations = oldS.Annotations
 }
 
-func (sandboxStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSandboxStatusUpdate(obj.(*agents.Sandbox), old.(*agents.Sandbox))
+// ValidateUpdate also refuses controller references a status write would add or remove: it keeps
+// labels and annotations, not the rest of the metadata.
+func (st sandboxStatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
+	allErrs := validation.ValidateSandboxStatusUpdate(newS, oldS)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Sandbox(newS, oldS)...)
+	}
+	return allErrs
 }
 
 // GetAttrs returns the labels and selectable fields of a Sandbox.

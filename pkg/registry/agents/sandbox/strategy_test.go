@@ -20,7 +20,7 @@ func withSpec(replicas *int32, mode agents.OperatingMode) *agents.Sandbox {
 }
 
 func TestReplicasAndOperatingModeOnCreate(t *testing.T) {
-	st, _ := NewStrategy(runtime.NewScheme(), "")
+	st, _ := NewStrategy(runtime.NewScheme(), "", nil)
 	cases := []struct {
 		name     string
 		in       *agents.Sandbox
@@ -46,7 +46,7 @@ func TestReplicasAndOperatingModeOnCreate(t *testing.T) {
 // TestReplicasAndOperatingModeOnUpdate shows the field a write changed deciding the other: the
 // scale subresource and merge patches change replicas only, v1.0 manifests operatingMode only.
 func TestReplicasAndOperatingModeOnUpdate(t *testing.T) {
-	st, _ := NewStrategy(runtime.NewScheme(), "")
+	st, _ := NewStrategy(runtime.NewScheme(), "", nil)
 	running := withSpec(ptr.To[int32](1), agents.OperatingModeRunning)
 	suspended := withSpec(ptr.To[int32](0), agents.OperatingModeSuspended)
 	cases := []struct {
@@ -79,7 +79,7 @@ func TestReplicasAndOperatingModeOnUpdate(t *testing.T) {
 }
 
 func TestLaunchTypeLabel(t *testing.T) {
-	st, _ := NewStrategy(runtime.NewScheme(), "")
+	st, _ := NewStrategy(runtime.NewScheme(), "", nil)
 	owned := func(kind, apiVersion string, labels map[string]string) *agents.Sandbox {
 		s := withSpec(nil, "")
 		s.Labels = labels

@@ -42,6 +42,12 @@ func get[T any](ctx context.Context, g rest.Getter, name string) (*T, error) {
 	return out, nil
 }
 
+// Template reads the template of this name, for the checks of what a claim copies into its
+// sandbox (Policy.Templates).
+func (r *References) Template(ctx context.Context, name string) (*extensions.SandboxTemplate, error) {
+	return get[extensions.SandboxTemplate](ctx, r.Templates, name)
+}
+
 // fillTemplate gives a claim by warmPoolRef without a template the template of its pool. A pool
 // that cannot be read leaves the claim as it is, for validate to report.
 func (r *References) fillTemplate(ctx context.Context, c *extensions.SandboxClaim) {

@@ -8,12 +8,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
@@ -21,16 +23,26 @@ import (
 
 // Storage is every REST endpoint of sandboxclaims.
 type Storage struct {
-	SandboxClaim *base.REST
+	SandboxClaim *REST
 	Status       *status.REST
 }
 
+// Policy is what decides, besides validation, whether a claim is written: who the controllers
+// are, the templates claims are checked against, the authorizer of the use verb (nil: none) and
+// the pools and templates a new claim's references are checked against.
+type Policy struct {
+	Controllers *controlleridentity.Identity
+	Templates   TemplateGetter
+	Authorizer  authorizer.Authorizer
+	// References, when not nil, reads the pools and templates new claims name.
+	References *References
+}
+
 // NewStorage returns the registry of SandboxClaims on the storage of optsGetter. wrapStorage,
-// when not nil, wraps the storage the registry writes through (binding claims at create time);
-// refs, when not nil, reads the pools and templates new claims name.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, wrapStorage func(storage.Interface) storage.Interface, refs *References) (*Storage, error) {
-	strategy, statusStrategy := NewStrategy(scheme, finalizer)
-	strategy.refs = refs
+// when not nil, wraps the storage the registry writes through (binding claims at create time).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, wrapStorage func(storage.Interface) storage.Interface, policy Policy) (*Storage, error) {
+	strategy, statusStrategy := NewStrategy(scheme, finalizer, policy.Controllers, policy.Templates)
+	strategy.refs = policy.References
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxClaim{} },
 		NewListFunc:               func() runtime.Object { return &extensions.SandboxClaimList{} },
@@ -52,7 +64,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		return nil, err
 	}
 	return &Storage{
-		SandboxClaim: base.NewREST(store, "sandboxclaim"),
+		SandboxClaim: &REST{REST: base.NewREST(store, "sandboxclaim"), authorizer: policy.Authorizer},
 		Status:       status.NewREST(store, statusStrategy),
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trustmarks"
 )
 
 // claimStrategy is the create, update and delete strategy of SandboxClaim: spec writes only.
@@ -27,16 +30,25 @@ type claimStrategy struct {
 	base.Strategy
 	// refs, when set, reads the pool and template a new claim names (see References).
 	refs *References
+	// controllers alone may set the marks of a bound claim (see pkg/registry/trustmarks).
+	controllers *controlleridentity.Identity
+	// templates reads the template a claim names, to check what the claim copies into its
+	// sandbox against what the template opens.
+	templates TemplateGetter
 }
+
+// TemplateGetter returns the SandboxTemplate name in the namespace of ctx.
+type TemplateGetter func(ctx context.Context, name string) (*extensions.SandboxTemplate, error)
 
 // claimStatusStrategy is the strategy of the status subresource: status writes only.
 type claimStatusStrategy struct {
 	claimStrategy
 }
 
-// NewStrategy returns the main strategy and the status strategy of SandboxClaim.
-func NewStrategy(typer runtime.ObjectTyper, finalizer string) (claimStrategy, claimStatusStrategy) {
-	s := claimStrategy{Strategy: base.NewStrategy(typer, finalizer)}
+// NewStrategy returns the main strategy and the status strategy of SandboxClaim. templates may
+// be nil (no checks against the template).
+func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *controlleridentity.Identity, templates TemplateGetter) (claimStrategy, claimStatusStrategy) {
+	s := claimStrategy{Strategy: base.NewStrategy(typer, finalizer), controllers: controllers, templates: templates}
 	return s, claimStatusStrategy{s}
 }
 
@@ -63,11 +75,53 @@ func (claimStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object
 
 func (st claimStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	c := obj.(*extensions.SandboxClaim)
-	return append(validation.ValidateSandboxClaim(c), st.refs.validate(ctx, c)...)
+	allErrs := append(validation.ValidateSandboxClaim(c), st.refs.validate(ctx, c)...)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Claim(c, nil)...)
+	}
+	t, err := st.template(ctx, c)
+	if err != nil {
+		return append(allErrs, field.InternalError(field.NewPath("spec", "sandboxTemplateRef"), err))
+	}
+	if t != nil {
+		allErrs = append(allErrs, validation.ValidateClaimPodMetadataForTemplate(c, t)...)
+		allErrs = append(allErrs, validation.ValidateClaimEnvForTemplate(c, t)...)
+	}
+	return allErrs
 }
 
-func (claimStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSandboxClaimUpdate(obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim))
+// ValidateUpdate checks pod metadata against the template again when it changes (env and the
+// template are immutable).
+func (st claimStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newC, oldC := obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim)
+	allErrs := validation.ValidateSandboxClaimUpdate(newC, oldC)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Claim(newC, oldC)...)
+	}
+	if apiequality.Semantic.DeepEqual(newC.Spec.AdditionalPodMetadata, oldC.Spec.AdditionalPodMetadata) {
+		return allErrs
+	}
+	t, err := st.template(ctx, newC)
+	if err != nil {
+		return append(allErrs, field.InternalError(field.NewPath("spec", "sandboxTemplateRef"), err))
+	}
+	if t != nil {
+		allErrs = append(allErrs, validation.ValidateClaimPodMetadataForTemplate(newC, t)...)
+	}
+	return allErrs
+}
+
+// template is the claim's template, or nil when it does not exist (yet): the claim controller
+// checks the claim against it when it makes the sandbox.
+func (st claimStrategy) template(ctx context.Context, c *extensions.SandboxClaim) (*extensions.SandboxTemplate, error) {
+	if st.templates == nil || c.Spec.TemplateRef.Name == "" {
+		return nil, nil
+	}
+	t, err := st.templates(ctx, c.Spec.TemplateRef.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return t, err
 }
 
 // GetResetFields tells server-side apply that a status write never sets spec.
@@ -83,8 +137,15 @@ func (claimStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.
 	newC.Annotations = oldC.Annotations
 }
 
-func (claimStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSandboxClaimStatusUpdate(obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim))
+// ValidateUpdate also refuses controller references a status write would add or remove: it keeps
+// labels and annotations, not the rest of the metadata.
+func (st claimStatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newC, oldC := obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim)
+	allErrs := validation.ValidateSandboxClaimStatusUpdate(newC, oldC)
+	if !st.controllers.InContext(ctx) {
+		allErrs = append(allErrs, trustmarks.Claim(newC, oldC)...)
+	}
+	return allErrs
 }
 
 // GetAttrs returns the labels and selectable fields of a SandboxClaim.

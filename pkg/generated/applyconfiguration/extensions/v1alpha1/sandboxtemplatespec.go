@@ -34,6 +34,20 @@ type SandboxTemplateSpecApplyConfiguration struct {
 	// default), Allowed (new names only) or Overrides (new ones and replacements of the template's
 	// of the same name). A claim the policy does not allow is refused when it is created.
 	VolumeClaimTemplatesPolicy *extensionsv1alpha1.VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+	// envVarsInjectionContainers names the containers, besides the first regular one, whose
+	// environment a claim's spec.env may reach (with containerName): init containers and sidecars
+	// run with the sandbox's secrets and network too, so they are closed unless named here. Each
+	// must be a container or init container of podTemplate. Unset or empty: the first regular
+	// container only.
+	EnvVarsInjectionContainers []string `json:"envVarsInjectionContainers,omitempty"`
+	// allowedClaimPodMetadata lists exactly which pod label and annotation keys a claim's
+	// spec.additionalPodMetadata may set. Unset: any key except the reserved domains
+	// (kubernetes.io, k8s.io, agents.x-k8s.io) and the keys that make a pod look trusted: label
+	// keys this template's NetworkPolicy admits peers by (app, of the secure default), sidecar
+	// injection and mesh keys (istio.io, linkerd.io, ...), and container runtime keys
+	// (io.kubernetes.cri-o., io.katacontainers., dev.gvisor., ...). Set: only the keys listed, which
+	// may include those trusted keys (never a reserved domain).
+	AllowedClaimPodMetadata *ClaimPodMetadataKeysApplyConfiguration `json:"allowedClaimPodMetadata,omitempty"`
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	Service *bool `json:"service,omitempty"`
 }
@@ -94,6 +108,24 @@ func (b *SandboxTemplateSpecApplyConfiguration) WithEnvVarsInjectionPolicy(value
 // If called multiple times, the VolumeClaimTemplatesPolicy field is set to the value of the last call.
 func (b *SandboxTemplateSpecApplyConfiguration) WithVolumeClaimTemplatesPolicy(value extensionsv1alpha1.VolumeClaimTemplatesPolicy) *SandboxTemplateSpecApplyConfiguration {
 	b.VolumeClaimTemplatesPolicy = &value
+	return b
+}
+
+// WithEnvVarsInjectionContainers adds the given value to the EnvVarsInjectionContainers field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the EnvVarsInjectionContainers field.
+func (b *SandboxTemplateSpecApplyConfiguration) WithEnvVarsInjectionContainers(values ...string) *SandboxTemplateSpecApplyConfiguration {
+	for i := range values {
+		b.EnvVarsInjectionContainers = append(b.EnvVarsInjectionContainers, values[i])
+	}
+	return b
+}
+
+// WithAllowedClaimPodMetadata sets the AllowedClaimPodMetadata field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AllowedClaimPodMetadata field is set to the value of the last call.
+func (b *SandboxTemplateSpecApplyConfiguration) WithAllowedClaimPodMetadata(value *ClaimPodMetadataKeysApplyConfiguration) *SandboxTemplateSpecApplyConfiguration {
+	b.AllowedClaimPodMetadata = value
 	return b
 }
 

@@ -10,8 +10,9 @@ package v1alpha1
 //
 // SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
 type SandboxWarmPoolSpecApplyConfiguration struct {
-	// replicas is the number of ready sandboxes the pool keeps, 1 when unset. It is the spec path of
-	// the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can drive it.
+	// replicas is the number of ready sandboxes the pool keeps, 1 when unset and at most 5000. It is
+	// the spec path of the scale subresource, so kubectl scale and a HorizontalPodAutoscaler can
+	// drive it.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
 	TemplateRef *SandboxTemplateRefApplyConfiguration `json:"sandboxTemplateRef,omitempty"`

@@ -1,0 +1,216 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxclaim
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+)
+
+func tenantCtx() context.Context {
+	return genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "ns"),
+		&user.DefaultInfo{Name: "tenant", Groups: []string{user.AllAuthenticated}})
+}
+
+func template(mutate func(*extensions.SandboxTemplate)) *extensions.SandboxTemplate {
+	t := &extensions.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: "ns"},
+		Spec: extensions.SandboxTemplateSpec{
+			PodTemplate: agents.PodTemplate{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "setup", Image: "busybox"}},
+				Containers:     []corev1.Container{{Name: "main", Image: "python"}, {Name: "proxy", Image: "envoy"}},
+			}},
+			NetworkPolicyManagement: extensions.NetworkPolicyManagementManaged,
+			EnvVarsInjectionPolicy:  extensions.EnvVarsInjectionPolicyAllowed,
+		},
+	}
+	if mutate != nil {
+		mutate(t)
+	}
+	return t
+}
+
+func claim(mutate func(*extensions.SandboxClaim)) *extensions.SandboxClaim {
+	c := &extensions.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec:       extensions.SandboxClaimSpec{TemplateRef: extensions.SandboxTemplateRef{Name: "tpl"}},
+	}
+	mutate(c)
+	return c
+}
+
+func forbidden(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeForbidden {
+			out = append(out, e.Field)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestValidateAgainstTemplate(t *testing.T) {
+	routerPolicy := &extensions.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+		From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{
+			MatchLabels:      map[string]string{"role": "gateway"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}},
+		}}},
+	}}}
+	cases := []struct {
+		name     string
+		template *extensions.SandboxTemplate
+		claim    *extensions.SandboxClaim
+		want     []string
+	}{
+		{name: "ordinary metadata and env", template: template(nil), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata = agents.PodMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}}
+			c.Spec.Env = []extensions.EnvVar{{Name: "TOKEN", Value: "v"}, {Name: "MODE", Value: "v", ContainerName: "main"}}
+		})},
+		{name: "the secure default's router label", template: template(nil), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata.Labels = map[string]string{"app": "sandbox-router"}
+		}), want: []string{"spec.additionalPodMetadata.labels[app]"}},
+		{name: "labels a custom policy admits peers by", template: template(func(t *extensions.SandboxTemplate) { t.Spec.NetworkPolicy = routerPolicy }),
+			claim: claim(func(c *extensions.SandboxClaim) {
+				c.Spec.AdditionalPodMetadata.Labels = map[string]string{"role": "gateway", "tier": "x", "app": "mine"}
+			}), want: []string{"spec.additionalPodMetadata.labels[role]", "spec.additionalPodMetadata.labels[tier]"}},
+		{name: "sidecar and runtime keys", template: template(nil), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata = agents.PodMetadata{
+				Labels: map[string]string{"sidecar.istio.io/inject": "false", "istio.io/dataplane-mode": "none"},
+				Annotations: map[string]string{
+					"traffic.sidecar.istio.io/excludeOutboundIPRanges": "0.0.0.0/0", "linkerd.io/inject": "disabled",
+					"vault.hashicorp.com/agent-inject": "true", "io.katacontainers.config.hypervisor.path": "/x",
+					"io.kubernetes.cri-o.userns-mode": "host", "dev.gvisor.spec.mount": "x",
+				},
+			}
+		}), want: []string{
+			"spec.additionalPodMetadata.annotations[dev.gvisor.spec.mount]",
+			"spec.additionalPodMetadata.annotations[io.katacontainers.config.hypervisor.path]",
+			"spec.additionalPodMetadata.annotations[io.kubernetes.cri-o.userns-mode]",
+			"spec.additionalPodMetadata.annotations[linkerd.io/inject]",
+			"spec.additionalPodMetadata.annotations[traffic.sidecar.istio.io/excludeOutboundIPRanges]",
+			"spec.additionalPodMetadata.annotations[vault.hashicorp.com/agent-inject]",
+			"spec.additionalPodMetadata.labels[istio.io/dataplane-mode]",
+			"spec.additionalPodMetadata.labels[sidecar.istio.io/inject]",
+		}},
+		{name: "a template's allow list is exact", template: template(func(t *extensions.SandboxTemplate) {
+			t.Spec.AllowedClaimPodMetadata = &extensions.ClaimPodMetadataKeys{Labels: []string{"team", "app"}}
+		}), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata = agents.PodMetadata{Labels: map[string]string{"team": "a", "app": "x", "other": "y"}, Annotations: map[string]string{"note": "x"}}
+		}), want: []string{"spec.additionalPodMetadata.annotations[note]", "spec.additionalPodMetadata.labels[other]"}},
+		{name: "env into a sidecar or an init container", template: template(nil), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.Env = []extensions.EnvVar{{Name: "A", ContainerName: "proxy"}, {Name: "B", ContainerName: "setup"}}
+		}), want: []string{"spec.env[0].containerName", "spec.env[1].containerName"}},
+		{name: "env into containers the template opens", template: template(func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsInjectionContainers = []string{"proxy", "setup"}
+		}), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.Env = []extensions.EnvVar{{Name: "A", ContainerName: "proxy"}, {Name: "B", ContainerName: "setup"}}
+		})},
+		{name: "loader variables under Allowed", template: template(nil), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.Env = []extensions.EnvVar{{Name: "LD_PRELOAD", Value: "/tmp/x.so"}, {Name: "BASH_ENV"}, {Name: "JAVA_TOOL_OPTIONS"}, {Name: "NODE_OPTIONS"}, {Name: "PYTHONPATH"}, {Name: "LD_AUDIT"}}
+		}), want: []string{"spec.env[0].name", "spec.env[1].name", "spec.env[2].name", "spec.env[3].name", "spec.env[4].name", "spec.env[5].name"}},
+		{name: "loader variables under Overrides", template: template(func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsInjectionPolicy = extensions.EnvVarsInjectionPolicyOverrides
+		}), claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.Env = []extensions.EnvVar{{Name: "LD_PRELOAD", Value: "/tmp/x.so"}}
+		})},
+		{name: "no template yet: the controller checks later", claim: claim(func(c *extensions.SandboxClaim) {
+			c.Spec.AdditionalPodMetadata.Labels = map[string]string{"app": "sandbox-router"}
+		})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			getter := func(_ context.Context, name string) (*extensions.SandboxTemplate, error) {
+				if tc.template == nil || name != tc.template.Name {
+					return nil, apierrors.NewNotFound(extensions.Resource("sandboxtemplates"), name)
+				}
+				return tc.template, nil
+			}
+			strategy, _ := NewStrategy(nil, "", controlleridentity.New(), getter)
+			errs := strategy.Validate(tenantCtx(), tc.claim)
+			if got := forbidden(errs); !slices.Equal(got, tc.want) {
+				t.Errorf("forbidden fields %q, want %q (all: %v)", got, tc.want, errs)
+			}
+			if len(errs) != len(forbidden(errs)) {
+				t.Errorf("other errors: %v", errs)
+			}
+		})
+	}
+}
+
+func TestValidateUpdateRechecksChangedPodMetadata(t *testing.T) {
+	getter := func(context.Context, string) (*extensions.SandboxTemplate, error) { return template(nil), nil }
+	strategy, _ := NewStrategy(nil, "", controlleridentity.New(), getter)
+	old := claim(func(c *extensions.SandboxClaim) { c.ResourceVersion = "1" })
+	updated := old.DeepCopy()
+	updated.Spec.AdditionalPodMetadata.Labels = map[string]string{"app": "sandbox-router"}
+	errs := strategy.ValidateUpdate(tenantCtx(), updated, old)
+	if got := forbidden(errs); !slices.Equal(got, []string{"spec.additionalPodMetadata.labels[app]"}) {
+		t.Errorf("forbidden fields %q (all: %v)", got, errs)
+	}
+}
+
+func TestClaimMarksAreTheControllers(t *testing.T) {
+	id := controlleridentity.New()
+	strategy, statusStrategy := NewStrategy(nil, "", id, nil)
+	bound := claim(func(c *extensions.SandboxClaim) {
+		c.ResourceVersion = "1"
+		c.Labels = map[string]string{"agents.x-k8s.io/sandbox-name": "sb", "team": "a"}
+	})
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		refuse bool
+	}{
+		{"the controllers", id.WithUser(genericapirequest.WithNamespace(context.Background(), "ns")), false},
+		{"a tenant", tenantCtx(), true},
+		{"system:apiserver impersonated", genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := []string(nil)
+			if tc.refuse {
+				want = []string{"metadata.labels[agents.x-k8s.io/sandbox-name]"}
+			}
+			created := bound.DeepCopy()
+			if got := forbidden(strategy.Validate(tc.ctx, created)); !slices.Equal(got, want) {
+				t.Errorf("create: forbidden %q, want %q", got, want)
+			}
+			changed := bound.DeepCopy()
+			changed.Labels["agents.x-k8s.io/sandbox-name"] = "other"
+			if got := forbidden(strategy.ValidateUpdate(tc.ctx, changed, bound)); !slices.Equal(got, want) {
+				t.Errorf("update: forbidden %q, want %q", got, want)
+			}
+			relabelled := bound.DeepCopy()
+			relabelled.Labels["team"] = "b"
+			if errs := strategy.ValidateUpdate(tc.ctx, relabelled, bound); len(errs) > 0 {
+				t.Errorf("an update keeping the mark: %v", errs)
+			}
+			owned := bound.DeepCopy()
+			owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxClaim", Name: "x", UID: "u", Controller: new(bool)}}
+			*owned.OwnerReferences[0].Controller = true
+			statusStrategy.PrepareForUpdate(tc.ctx, owned, bound)
+			errs := statusStrategy.ValidateUpdate(tc.ctx, owned, bound)
+			if got := len(forbidden(errs)) > 0; got != tc.refuse {
+				t.Errorf("a controller reference through status: %v", errs)
+			}
+			if tc.refuse && !strings.Contains(errs.ToAggregate().Error(), "metadata.ownerReferences[0]") {
+				t.Errorf("the error names no field: %v", errs)
+			}
+		})
+	}
+}
