@@ -49,8 +49,8 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
 )
 
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
