@@ -46,7 +46,9 @@ func TestOpenAPIDefaultsAndBounds(t *testing.T) {
 			return s.Client.ExtensionsV1beta1().SandboxTemplates(ns).Create(ctx, newTemplate(ns, "d"), metav1.CreateOptions{})
 		},
 		"SandboxWarmPool": func() (any, error) {
-			return s.Client.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, newPool(ns, "d", "t", 1), metav1.CreateOptions{})
+			pool := newPool(ns, "d", "t", 1)
+			pool.Spec.Replicas = nil
+			return s.Client.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, pool, metav1.CreateOptions{})
 		},
 	} {
 		obj, err := create()
@@ -80,8 +82,7 @@ func TestOpenAPIDefaultsAndBounds(t *testing.T) {
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxTemplateSpec", "networkPolicyManagement", "SandboxTemplate", "spec.networkPolicyManagement", `"Managed"`, nil, nil},
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxTemplateSpec", "envVarsInjectionPolicy", "SandboxTemplate", "spec.envVarsInjectionPolicy", `"Disallowed"`, nil, nil},
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolUpdateStrategy", "type", "SandboxWarmPool", "spec.updateStrategy.type", `"OnReplenish"`, nil, nil},
-		// The pool's replicas default is another change's; only its bound is checked here.
-		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolSpec", "replicas", "", "", anyDefault, new(0.0), nil},
+		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolSpec", "replicas", "SandboxWarmPool", "spec.replicas", "1", new(0.0), new(5000.0)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema+"."+tc.property, func(t *testing.T) {
@@ -89,7 +90,7 @@ func TestOpenAPIDefaultsAndBounds(t *testing.T) {
 			if !ok {
 				t.Fatalf("no property %s in %s", tc.property, tc.schema)
 			}
-			if got := strings.Join(strings.Fields(string(p.Default)), ""); tc.def != anyDefault && got != tc.def {
+			if got := strings.Join(strings.Fields(string(p.Default)), ""); got != tc.def {
 				t.Errorf("default %s, want %s", got, tc.def)
 			}
 			if fmt.Sprint(deref(p.Minimum)) != fmt.Sprint(deref(tc.min)) || fmt.Sprint(deref(p.Maximum)) != fmt.Sprint(deref(tc.max)) {
@@ -108,9 +109,6 @@ func TestOpenAPIDefaultsAndBounds(t *testing.T) {
 		})
 	}
 }
-
-// anyDefault leaves a property's default unchecked.
-const anyDefault = "*"
 
 // openAPIV3Schemas fetches the OpenAPI v3 document of a group version: its schemas' properties.
 func openAPIV3Schemas(t *testing.T, s *framework.Server, gv string) map[string]map[string]boundedSchema {
