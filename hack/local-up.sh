@@ -453,6 +453,9 @@ probe_healthz_https() {
   curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok
 }
 
+# The host-path provisioner backs the default StorageClass (artifacts/local/
+# storageclass.yaml). Quotas are recounted every 15s instead of 5m, so that
+# the usage of a new ResourceQuota of our kinds shows soon after it is made.
 start_kube_controller_manager() {
   local kc="${KUBECONFIGS}/kube-controller-manager.kubeconfig"
   launch kube-controller-manager \
@@ -463,6 +466,7 @@ start_kube_controller_manager() {
     --secure-port="${KUBE_CONTROLLER_MANAGER_PORT}" \
     --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle' \
     --enable-hostpath-provisioner=true \
+    --resource-quota-sync-period=15s \
     --root-ca-file="${CERTS}/ca.crt" \
     --service-account-private-key-file="${CERTS}/service-account.key" \
     --use-service-account-credentials=true \
