@@ -107,4 +107,3 @@ type errorResponder struct{ rest.Responder }
 func (r errorResponder) Error(w http.ResponseWriter, req *http.Request, err error) {
 	r.Responder.Error(apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach the sandbox: %v", err)))
 }
-
