@@ -26,7 +26,7 @@ import (
 type failingResponder struct{ t *testing.T }
 
 func (r failingResponder) Object(int, runtime.Object) { r.t.Error("unexpected object response") }
-func (r failingResponder) Error(err error)             { r.t.Errorf("proxy error: %v", err) }
+func (r failingResponder) Error(err error)            { r.t.Errorf("proxy error: %v", err) }
 
 // countingWaker wakes nothing and counts requests begun and ended.
 type countingWaker struct{ begun, ended int }
