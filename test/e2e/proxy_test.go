@@ -6,6 +6,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -120,8 +122,8 @@ func proxyCall(t *testing.T, cfg *restclient.Config, method, path, body string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The path goes to the server exactly as written.
-	req.URL.Opaque = path
+	// The path goes to the server exactly as written, not cleaned.
+	req.URL.Opaque, _, _ = strings.Cut(path, "?")
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -132,6 +134,16 @@ func proxyCall(t *testing.T, cfg *restclient.Config, method, path, body string, 
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out), resp.Header
+}
+
+// statusMessage is the message of the Status a refused request answers with.
+func statusMessage(t *testing.T, body string) string {
+	t.Helper()
+	var status metav1.Status
+	if err := json.Unmarshal([]byte(body), &status); err != nil {
+		t.Fatalf("the answer is not a Status: %v\n%s", err, body)
+	}
+	return status.Message
 }
 
 // TestSandboxProxy reaches a sandbox's process through kube-apiserver and sandboxes/proxy: every
@@ -251,7 +263,7 @@ spec:
 		}
 		before := len(proc.requests())
 		code, body, _ = proxyCall(t, restConfig(t, outsiderKC), "GET", base+"/echo", "", nil)
-		if code != http.StatusForbidden || !strings.Contains(body, forbidden(outsider, "get", "sandboxes/proxy", agentsGroup, ns)) {
+		if code != http.StatusForbidden || !strings.Contains(statusMessage(t, body), forbidden(outsider, "get", "sandboxes/proxy", agentsGroup, ns)) {
 			t.Errorf("the outsider's GET: %d %q; want 403", code, body)
 		}
 		if after := len(proc.requests()); after != before {
@@ -264,7 +276,7 @@ spec:
 		otherAddr := "127.0.0.1:" + strconv.Itoa(other.port)
 		// A port the pod does not declare is refused, though something listens there.
 		code, body, _ := proxyCall(t, admin, "GET", "/apis/agents.x-k8s.io/v1beta1/namespaces/"+ns+"/sandboxes/web:"+strconv.Itoa(other.port)+"/proxy/echo", "", nil)
-		if code != http.StatusBadRequest || !strings.Contains(body, "is not a TCP port the sandbox's pod declares") {
+		if code != http.StatusBadRequest || !strings.Contains(statusMessage(t, body), "is not a TCP port the sandbox's pod declares") {
 			t.Errorf("an undeclared port: %d %q; want 400 naming the port", code, body)
 		}
 		// A scheme or a host in the name is not a sandbox name.
