@@ -96,3 +96,11 @@ func TestConnectWithoutWakerRefusesASuspendedSandbox(t *testing.T) {
 		t.Fatalf("Connect = %v; want a 503 with Retry-After saying the sandbox is suspended", err)
 	}
 }
+
+// TestTransportDialsThePodItself: no HTTP proxy from the environment stands between the server and
+// the pod (it would see every request, and decide where it goes).
+func TestTransportDialsThePodItself(t *testing.T) {
+	if tr := NewTransport(); tr.Proxy != nil {
+		t.Errorf("the transport to the pods uses a proxy function")
+	}
+}
