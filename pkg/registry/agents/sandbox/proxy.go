@@ -25,8 +25,8 @@ type ProxyREST struct {
 
 var _ rest.Connecter = &ProxyREST{}
 
-// New returns the kind the subresource belongs to.
-func (r *ProxyREST) New() runtime.Object { return &agents.Sandbox{} }
+// New returns the subresource's kind, its options, as pods/proxy does.
+func (r *ProxyREST) New() runtime.Object { return &agents.SandboxProxyOptions{} }
 
 // Destroy releases nothing: the Sandboxes storage is destroyed with its own endpoint.
 func (r *ProxyREST) Destroy() {}

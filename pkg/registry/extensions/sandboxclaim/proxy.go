@@ -30,8 +30,8 @@ type ProxyREST struct {
 
 var _ rest.Connecter = &ProxyREST{}
 
-// New returns the kind the subresource belongs to.
-func (r *ProxyREST) New() runtime.Object { return &extensions.SandboxClaim{} }
+// New returns the subresource's kind, its options, as pods/proxy does.
+func (r *ProxyREST) New() runtime.Object { return &extensions.SandboxClaimProxyOptions{} }
 
 // Destroy releases nothing: the claims storage is destroyed with its own endpoint.
 func (r *ProxyREST) Destroy() {}
