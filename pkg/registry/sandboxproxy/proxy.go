@@ -35,8 +35,6 @@ type Proxy struct {
 	Waker Waker
 	// AllowHostNetworkPods lets the proxy reach pods in the host network, at the node's address.
 	AllowHostNetworkPods bool
-	// Transport dials the pods; nil: NewTransport().
-	Transport http.RoundTripper
 }
 
 // NewTransport is the transport to the pods: plain HTTP, straight to the pod (never through an
@@ -73,11 +71,7 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 		return nil, err
 	}
 	location.Path = joinPath(path)
-	transport := p.Transport
-	if transport == nil {
-		transport = defaultTransport
-	}
-	handler := proxy.NewUpgradeAwareHandler(location, transport, true, false, errorResponder{responder})
+	handler := proxy.NewUpgradeAwareHandler(location, podTransport, true, false, errorResponder{responder})
 	u, _ := genericapirequest.UserFrom(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if p.Waker != nil {
@@ -88,7 +82,8 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 	}), nil
 }
 
-var defaultTransport = NewTransport()
+// podTransport is shared by every proxied request, so connections to the pods are reused.
+var podTransport = NewTransport()
 
 // joinPath makes the request's path (after proxy/) an absolute path on the pod. It is only ever a
 // path: a path that looks like a URL ("http://other/", "//other/") stays a path on the pod.
