@@ -35,6 +35,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -42,12 +43,24 @@ type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// Controllers, when set, run in this process once it serves (the leader among replicas does).
 	Controllers *manager.Options
+	// Proxy configures the sandboxes/proxy and sandboxclaims/proxy subresources.
+	Proxy ProxyConfig
+}
+
+// ProxyConfig configures the proxy subresources.
+type ProxyConfig struct {
+	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
+	// the node's.
+	AllowHostNetworkPods bool
+	// Waker wakes suspended Sandboxes on a proxied request; nil: they get a 503.
+	Waker sandboxproxy.Waker
 }
 
 // CompletedConfig is a Config with every default filled in.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	Controllers   *manager.Options
+	Proxy         ProxyConfig
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
 	// ControllerIdentity is who the controllers are when they write here.
@@ -64,7 +77,8 @@ func (c *Config) Complete() CompletedConfig {
 	}
 	identity := controlleridentity.New()
 	identity.Install(&c.GenericConfig.Authentication)
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
+	c.GenericConfig.LongRunningFunc = longRunning
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Proxy: c.Proxy, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
 }
 
 // SandboxServer is the running API server.
@@ -98,10 +112,16 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	pods, err := sandboxPods(generic, c.KubeConfig)
+	if err != nil {
+		return nil, err
+	}
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: c.Proxy.Waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,
 		"sandboxes/scale":  sandboxStorage.Scale,
+		"sandboxes/proxy":  &sandbox.ProxyREST{Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
 	}
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
@@ -143,6 +163,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	extensionsResources := map[string]rest.Storage{
 		"sandboxclaims":           claimStorage.SandboxClaim,
 		"sandboxclaims/status":    claimStorage.Status,
+		"sandboxclaims/proxy":     &sandboxclaim.ProxyREST{Claims: claimStorage.SandboxClaim, Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
 		"sandboxtemplates":        templateStorage,
 		"sandboxwarmpools":        poolStorage.SandboxWarmPool,
 		"sandboxwarmpools/status": poolStorage.Status,
