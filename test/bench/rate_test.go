@@ -115,6 +115,9 @@ func (c *cluster) profileServers(ctx context.Context, b *testing.B, dir, name st
 			return c.ourGet(ctx, "/debug/pprof/profile?seconds="+seconds)
 		}},
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	profiles := make([]CPUProfile, len(servers))
 	for i, s := range servers {
@@ -125,7 +128,7 @@ func (c *cluster) profileServers(ctx context.Context, b *testing.B, dir, name st
 				err = os.WriteFile(p.File, raw, 0o644)
 			}
 			if err != nil {
-				p.Error = fmt.Sprintf("no profile (the local plane serves them when started with PROFILING=true): %v", err)
+				p.Error = fmt.Sprintf("no profile (kube-apiserver serves them when the local plane is started with PROFILING=true): %v", err)
 				p.File = ""
 				profiles[i] = p
 				return
