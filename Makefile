@@ -50,9 +50,10 @@ verify: vet
 	hack/verify-codegen.sh
 
 # Benchmarks print their figures and write them to _output/bench/*.json; they never fail on a
-# timing. The cluster benchmarks (cold start, warm claims) run on the local control plane.
+# timing. The cluster benchmarks (cold start, warm claims, claim rates) run on the local control
+# plane, with kube-apiserver's profiling on for the burst's CPU profiles.
 bench: build tools
-	hack/local-up.sh start
+	PROFILING=true hack/local-up.sh start
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/...
 
 # Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) built from the module proxy.

@@ -34,6 +34,8 @@
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
 #                             runs, for a server started by hand)
 #   KWOK_NODES [3]            number of fake Nodes
+#   PROFILING [false]         kube-apiserver serves /debug/pprof (make bench
+#                             profiles it; sandbox-apiserver always does)
 #   START_TIMEOUT [90]        seconds each component has to become ready
 #   APISERVICE_TIMEOUT [120]  seconds the APIServices have to become Available
 #   STOP_TIMEOUT [20]         seconds between SIGTERM and SIGKILL
@@ -66,6 +68,7 @@ SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apis
 SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
 SKIP_SANDBOX_APISERVER="${SKIP_SANDBOX_APISERVER:-}"
 KWOK_NODES="${KWOK_NODES:-3}"
+PROFILING="${PROFILING:-false}"
 START_TIMEOUT="${START_TIMEOUT:-90}"
 APISERVICE_TIMEOUT="${APISERVICE_TIMEOUT:-120}"
 STOP_TIMEOUT="${STOP_TIMEOUT:-20}"
@@ -444,7 +447,7 @@ start_kube_apiserver() {
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --enable-aggregator-routing=false \
     --endpoint-reconciler-type=none \
-    --profiling=false \
+    --profiling="${PROFILING}" \
     --v=1
   wait_ready kube-apiserver probe_kube_apiserver
 }

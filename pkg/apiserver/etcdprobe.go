@@ -33,7 +33,9 @@ import (
 
 // EtcdProbe knows whether the server's etcd answers, from a connection of its own that it checks
 // every interval and watches in between: a refused or lost connection to every member counts at
-// once, a slow etcd after the timeout. While etcd is unreachable, WithEtcdReachable answers the
+// once; over a live connection, only slowTimeouts checks in a row that each exceed the timeout
+// count, because a single slow answer is what a busy machine gives (the CPU-starved server, or
+// etcd fsyncing) and ending every request in flight for it turned load into errors. While etcd is unreachable, WithEtcdReachable answers the
 // requests that need it with 503 and a Retry-After, and the "etcd" health check fails.
 //
 // It also dials the storage's etcd connections (see EgressLookup): the etcd client backs off
@@ -67,8 +69,12 @@ var etcdReachable = metrics.NewGauge(&metrics.GaugeOpts{
 
 var registerMetrics sync.Once
 
-// recheckAfterFailure is the longest pause between checks while etcd is unreachable.
+// recheckAfterFailure is the longest pause between checks after one failed.
 const recheckAfterFailure = 100 * time.Millisecond
+
+// slowTimeouts is how many checks in a row must time out over a live connection before etcd
+// counts as unreachable: with the defaults, about 3 s of no answer at all.
+const slowTimeouts = 3
 
 // dialHandshakeReserve is the part of a connection attempt's time the dialer leaves for the TLS
 // and HTTP/2 handshakes once etcd accepts the connection.
@@ -180,6 +186,7 @@ func (p *EtcdProbe) Run(ctx context.Context, t storagebackend.TransportConfig, p
 	key := path.Join("/", prefix, "health")
 	next := time.NewTimer(0)
 	defer next.Stop()
+	failedInARow := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -194,15 +201,28 @@ func (p *EtcdProbe) Run(ctx context.Context, t storagebackend.TransportConfig, p
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			p.markUnreachable(fmt.Errorf("etcd did not answer within %s: %w", p.timeout, err))
-			// A failed check mostly waited its timeout for a connection: check again soon, to see
-			// etcd back as soon as the connection is.
+			failedInARow++
+			if checksShowUnreachable(failedInARow, client.ActiveConnection().GetState()) {
+				p.markUnreachable(fmt.Errorf("etcd did not answer %d checks in a row within %s each: %w", failedInARow, p.timeout, err))
+			} else {
+				klog.InfoS("etcd answered a check slowly; requests keep going to it", "timeout", p.timeout, "slowChecksInARow", failedInARow, "err", err)
+			}
+			// Check again soon: to see etcd back as soon as the connection is, or to tell a
+			// slow answer from none.
 			next.Reset(min(p.interval, recheckAfterFailure))
 		default:
+			failedInARow = 0
 			p.markReachable(failuresBefore)
 			next.Reset(p.interval)
 		}
 	}
+}
+
+// checksShowUnreachable says whether failedInARow failed checks show etcd unreachable, with the
+// probe's connection in state: over a connection that is not up, one does; over a live one, it
+// takes slowTimeouts.
+func checksShowUnreachable(failedInARow int, state connectivity.State) bool {
+	return failedInARow >= slowTimeouts || (failedInARow > 0 && state != connectivity.Ready)
 }
 
 func (p *EtcdProbe) setClient(c *clientv3.Client) {

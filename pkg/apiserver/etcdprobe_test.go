@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/connectivity"
 	"k8s.io/apiserver/pkg/server/egressselector"
 	"k8s.io/component-base/metrics/testutil"
 )
@@ -41,6 +42,28 @@ func TestEtcdProbeState(t *testing.T) {
 		t.Error("the context of the outage was reopened")
 	}
 	expectReachableMetric(t, 1)
+}
+
+// TestChecksShowUnreachable: over a live connection a slow answer or two is a busy machine, not an
+// outage; over a connection that is down, one failed check is.
+func TestChecksShowUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		failedInARow int
+		state        connectivity.State
+		want         bool
+	}{
+		{0, connectivity.Ready, false},
+		{1, connectivity.Ready, false},
+		{slowTimeouts - 1, connectivity.Ready, false},
+		{slowTimeouts, connectivity.Ready, true},
+		{1, connectivity.TransientFailure, true},
+		{1, connectivity.Connecting, true},
+		{0, connectivity.TransientFailure, false},
+	} {
+		if got := checksShowUnreachable(tc.failedInARow, tc.state); got != tc.want {
+			t.Errorf("%d failed checks in a row, connection %s: unreachable %v, want %v", tc.failedInARow, tc.state, got, tc.want)
+		}
+	}
 }
 
 func expectReachableMetric(t *testing.T, want float64) {

@@ -4,10 +4,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,8 +32,9 @@ type cluster struct {
 	root    string
 	kube    kubernetes.Interface
 	sandbox versioned.Interface
-	// ourMetrics scrapes sandbox-apiserver directly (the aggregator does not proxy /metrics).
-	ourMetrics func(ctx context.Context) (string, error)
+	// ourGet reads a path of sandbox-apiserver directly, as the cluster's admin: the aggregator
+	// proxies neither /metrics nor /debug/pprof.
+	ourGet func(ctx context.Context, path string) ([]byte, error)
 }
 
 // connect reaches the running local control plane, or skips the benchmark when there is none.
@@ -62,19 +63,22 @@ func connect(b *testing.B) *cluster {
 		port = "8443"
 	}
 	// The server's certificate is checked by the aggregator; here only the figures matter.
-	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	// No overall timeout: a CPU profile takes as long as it was asked to; callers bound ctx.
+	httpClient := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, //nolint:gosec // loopback scrape
 	}}
-	c.ourMetrics = func(ctx context.Context) (string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+"/metrics", nil)
+	c.ourGet = func(ctx context.Context, path string) ([]byte, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+path, nil)
 		resp, err := httpClient.Do(req)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		defer resp.Body.Close()
-		var sb strings.Builder
-		_, err = bufio.NewReader(resp.Body).WriteTo(&sb)
-		return sb.String(), err
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		return body, err
 	}
 	c.deleteLeftovers(b)
 	return c
@@ -149,11 +153,13 @@ func (c *cluster) mainWrites(ctx context.Context) (writeCounts, error) {
 
 // ourWrites counts the mutating requests sandbox-apiserver has served.
 func (c *cluster) ourWrites(ctx context.Context) (writeCounts, error) {
-	raw, err := c.ourMetrics(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	raw, err := c.ourGet(ctx, "/metrics")
 	if err != nil {
 		return nil, err
 	}
-	return parseWrites(raw), nil
+	return parseWrites(string(raw)), nil
 }
 
 // waitSettled waits until neither API has served a workload write (see workload) for a second,

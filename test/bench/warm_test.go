@@ -49,6 +49,10 @@ type WarmRun struct {
 	// Per claim, the create request alone.
 	CreateP50Ms float64 `json:"createP50Ms"`
 	CreateP99Ms float64 `json:"createP99Ms"`
+	// Claims per second achieved: created (first create sent to last create answered) and Ready as
+	// the watch sees them (first create sent to the last claim seen Ready).
+	CreatedPerS float64 `json:"createdPerSecond"`
+	ReadyPerS   float64 `json:"readyPerSecond"`
 	// ReadyInCreateResponse counts the claims bound at create time: Ready in the create response.
 	ReadyInCreateResponse int `json:"readyInCreateResponse"`
 	WarmAdoptions         int `json:"warmAdoptions"`
@@ -75,8 +79,8 @@ func BenchmarkWarmClaims(b *testing.B) {
 	res := WarmResult{Machine: machine(),
 		Note: "local control plane (kube-apiserver, etcd, kwok) and sandbox-apiserver on one machine; " +
 			"writes per claim leave out the pool's refill (new members and their pods), pod status writes by kwok and events"}
-	res.Burst = c.warmRun(b, "warm-burst", 300, 300, 32, 0)
-	res.Stream = c.warmRun(b, "warm-stream", 1050, 750, 32, 75)
+	res.Burst = c.warmRun(b, warmSpec{prefix: "warm-burst", poolSize: 300, claims: 300, clients: 32})
+	res.Stream = c.warmRun(b, warmSpec{prefix: "warm-stream", poolSize: 1050, claims: 750, clients: 32, rate: 75})
 
 	fmt.Printf("\nWarm claims on %s (%d CPUs)\n", res.Machine.CPUModel, res.Machine.NumCPU)
 	fmt.Printf("%-8s %-8s %6s %6s %9s %9s %9s %9s %11s %10s %10s %12s %12s\n", "run", "Ready to", "pool", "claims", "p50 ms", "p90 ms", "p99 ms", "max ms", "all ready", "main w/c", "ours w/c", "create p99", "Ready in resp")
@@ -95,10 +99,22 @@ func BenchmarkWarmClaims(b *testing.B) {
 	}
 }
 
-// warmRun fills a pool, creates claims (all at once, or at rate per second) and measures them.
-func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients int, rate float64) WarmRun {
+// warmSpec is one warm run: a pool of poolSize, then claims created by at most clients at a time,
+// all at once (rate 0) or at rate per second.
+type warmSpec struct {
+	prefix                    string
+	poolSize, claims, clients int
+	rate                      float64
+	// during, when set, is called as the first claim is created; what it returns is called once
+	// the last claim is Ready (the burst's CPU profiles).
+	during func(ctx context.Context) (stop func())
+}
+
+// warmRun fills a pool, creates claims (all at once, or at a steady rate) and measures them.
+func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	prefix, poolSize, claims, clients, rate := spec.prefix, spec.poolSize, spec.claims, spec.clients, spec.rate
 	ns := c.namespace(b, prefix)
 	run := WarmRun{PoolSize: poolSize, Claims: claims, Clients: clients, RatePerS: rate}
 
@@ -150,7 +166,10 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, clients)
 	errs := make(chan error, claims)
-	create := func(i int) {
+	respondedAt := make([]time.Time, claims)
+	// create sends claim i. At a steady rate a claim is due when its tick comes: time spent waiting
+	// for a free client counts against it, so a rate the server cannot keep up with shows.
+	create := func(i int, due time.Time) {
 		defer wg.Done()
 		sem <- struct{}{}
 		defer func() { <-sem }()
@@ -158,35 +177,45 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%04d", i)},
 			Spec:       extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "agent"}},
 		}
-		createdAt[i] = time.Now()
+		sent := time.Now()
+		createdAt[i] = sent
+		if !due.IsZero() {
+			createdAt[i] = due
+		}
 		created, err := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
-		respondedAt := time.Now()
-		createTook[i] = respondedAt.Sub(createdAt[i])
+		respondedAt[i] = time.Now()
+		createTook[i] = respondedAt[i].Sub(sent)
 		if err != nil {
 			errs <- err
 			return
 		}
 		if meta.IsStatusConditionTrue(created.Status.Conditions, "Ready") {
-			readyInResponseAt[i] = respondedAt
+			readyInResponseAt[i] = respondedAt[i]
 			readyInResponse.Add(1)
 		}
+	}
+	stopDuring := func() {}
+	if spec.during != nil {
+		stopDuring = spec.during(ctx)
 	}
 	first := time.Now()
 	if rate == 0 {
 		for i := range claims {
 			wg.Add(1)
-			go create(i)
+			go create(i, time.Time{})
 		}
 	} else {
-		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		interval := time.Duration(float64(time.Second) / rate)
+		tick := time.NewTicker(interval)
 		for i := range claims {
 			<-tick.C
 			wg.Add(1)
-			go create(i)
+			go create(i, first.Add(time.Duration(i+1)*interval))
 		}
 		tick.Stop()
 	}
 	wg.Wait()
+	run.CreatedPerS = float64(claims) / slices.MaxFunc(respondedAt, time.Time.Compare).Sub(first).Seconds()
 	close(errs)
 	for err := range errs {
 		b.Fatalf("creating a claim: %v", err)
@@ -196,6 +225,7 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 	}); err != nil {
 		b.Fatalf("%d of %d claims Ready: %v", readyAt.len(), claims, err)
 	}
+	stopDuring()
 	stopWatch()
 
 	watched, byCreator := make([]time.Time, claims), make([]time.Time, claims)
@@ -208,6 +238,7 @@ func (c *cluster) warmRun(b *testing.B, prefix string, poolSize, claims, clients
 	}
 	run.P50Ms, run.P90Ms, run.P99Ms, run.MaxMs, run.AllReadyMs = readyFigures(first, createdAt, watched)
 	run.CreatorP50Ms, run.CreatorP90Ms, run.CreatorP99Ms, run.CreatorMaxMs, run.CreatorAllReadyMs = readyFigures(first, createdAt, byCreator)
+	run.ReadyPerS = float64(claims) / (run.AllReadyMs / 1000)
 	slices.Sort(createTook)
 	run.CreateP50Ms, run.CreateP99Ms = ms(percentile(createTook, 50)), ms(percentile(createTook, 99))
 	run.ReadyInCreateResponse = int(readyInResponse.Load())
