@@ -39,6 +39,10 @@ func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restcli
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = agentsv1beta1.SandboxUIDLabel
 	}))
+	informer := factory.Core().V1().Pods().Informer()
+	if err := informer.SetTransform(proxiedPodFields); err != nil {
+		return nil, err
+	}
 	lister := factory.Core().V1().Pods().Lister()
 	generic.AddPostStartHookOrDie("start-sandbox-proxy-pods", func(hook genericapiserver.PostStartHookContext) error {
 		factory.Start(hook.Done())
@@ -51,4 +55,25 @@ func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restcli
 		}
 		return pod, err
 	}, nil
+}
+
+// proxiedPodFields keeps of a pod only what the proxy reads (see sandboxproxy.Target): this cache
+// holds every sandbox's pod in every replica, beside the controllers' own.
+func proxiedPodFields(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a deleted-final-state tombstone
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			DeletionTimestamp: pod.DeletionTimestamp, OwnerReferences: pod.OwnerReferences,
+		},
+		Spec:   corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, Conditions: pod.Status.Conditions},
+	}
+	for _, c := range pod.Spec.Containers {
+		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+	}
+	return slim, nil
 }
