@@ -35,6 +35,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -42,12 +43,16 @@ type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// Controllers, when set, run in this process once it serves (the leader among replicas does).
 	Controllers *manager.Options
+	// Wake configures waking sandboxes on proxied requests and recording their activity; nil
+	// takes the defaults.
+	Wake *sandboxwake.Options
 }
 
 // CompletedConfig is a Config with every default filled in.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	Controllers   *manager.Options
+	Wake          sandboxwake.Options
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
 	// ControllerIdentity is who the controllers are when they write here.
@@ -64,7 +69,11 @@ func (c *Config) Complete() CompletedConfig {
 	}
 	identity := controlleridentity.New()
 	identity.Install(&c.GenericConfig.Authentication)
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
+	wake := sandboxwake.NewOptions()
+	if c.Wake != nil {
+		wake = c.Wake
+	}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Wake: *wake, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
 }
 
 // SandboxServer is the running API server.
@@ -76,6 +85,8 @@ type SandboxServer struct {
 	// ControllerIdentity is who the controllers are when they write here (see
 	// pkg/registry/controlleridentity).
 	ControllerIdentity *controlleridentity.Identity
+	// Waker resumes suspended sandboxes for the proxy and records their activity.
+	Waker *sandboxwake.Waker
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -98,6 +109,11 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	waker := sandboxwake.New(sandboxwake.Config{Sandboxes: sandboxStorage.Sandbox, Status: sandboxStorage.Status, Controllers: identity, Options: c.Wake})
+	generic.AddPostStartHookOrDie("start-sandbox-activity", func(hook genericapiserver.PostStartHookContext) error {
+		go waker.Run(hook.Context)
+		return nil
+	})
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,
@@ -187,7 +203,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker}, nil
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a

@@ -245,7 +245,12 @@ func (w *Waker) watchUntilReady(ctx context.Context, sb *agents.Sandbox, from st
 			case watch.Deleted:
 				return nil, false, apierrors.NewNotFound(agents.Resource("sandboxes"), sb.Name)
 			case watch.Added, watch.Modified:
-				cur, ok := ev.Object.(*agents.Sandbox)
+				obj := ev.Object
+				// The watch cache hands out its objects wrapped with their serializations.
+				if cacheable, ok := obj.(runtime.CacheableObject); ok {
+					obj = cacheable.GetObject()
+				}
+				cur, ok := obj.(*agents.Sandbox)
 				if !ok {
 					continue
 				}
