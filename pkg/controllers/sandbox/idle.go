@@ -18,7 +18,8 @@ import (
 )
 
 // idleDeadline is when a running Sandbox with an idle timeout is to be suspended: its idle timeout
-// after the later of its last proxied activity and the moment it last became Ready. ok is false for
+// after the later of its last activity (status.lastActivityTime) and the moment it last became
+// Ready. ok is false for
 // a Sandbox that is not subject to it: no idle timeout, suspended, not Ready (the timeout counts
 // from readiness, so a pod that never starts is not suspended for idleness), being deleted, or an
 // unclaimed warm-pool member, which waits for a claim and has had no chance to be used.

@@ -67,8 +67,15 @@ func TestIdleSuspend(t *testing.T) {
 		wantRequeue []time.Duration
 	}{
 		{
-			name:       "idle since readiness, no activity ever: suspended",
-			sandbox:    newSandbox(withVCT("data"), withIdleTimeout(30*time.Minute), withStatus(readySince(time.Hour, -1))),
+			// An adopted warm member or a timeout just set: Ready for long, never used.
+			name:        "no activity ever: the clock starts now (lastActivityTime written), due in 30m",
+			sandbox:     newSandbox(withVCT("data"), withIdleTimeout(30*time.Minute), withStatus(readySince(time.Hour, -1))),
+			wantWrites:  []string{"update sandboxes/status"},
+			wantRequeue: []time.Duration{30 * time.Minute},
+		},
+		{
+			name:       "activity an hour ago: suspended",
+			sandbox:    newSandbox(withVCT("data"), withIdleTimeout(30*time.Minute), withStatus(readySince(2*time.Hour, time.Hour))),
 			wantWrites: []string{"delete pods", "update sandboxes", "update sandboxes/status"},
 			wantEvents: []string{idleEvent, "Normal Suspended Deleted pod sb; volumes are kept"},
 		},
@@ -111,7 +118,7 @@ func TestIdleSuspend(t *testing.T) {
 		},
 		{
 			name:    "a newer object (a wake) makes the suspend conflict: nothing else written, no error",
-			sandbox: newSandbox(withVCT("data"), withIdleTimeout(30*time.Minute), withStatus(readySince(time.Hour, -1))),
+			sandbox: newSandbox(withVCT("data"), withIdleTimeout(30*time.Minute), withStatus(readySince(2*time.Hour, time.Hour))),
 			reactors: func(_ *kubefake.Clientset, client *agentsfake.Clientset) {
 				client.PrependReactor("update", "sandboxes", func(a clienttesting.Action) (bool, runtime.Object, error) {
 					if a.GetSubresource() != "" {
@@ -137,6 +144,11 @@ func TestIdleSuspend(t *testing.T) {
 			}
 			if got := idleRequeues(f); !slices.Equal(got, tc.wantRequeue) {
 				t.Errorf("requeues = %v, want %v", got, tc.wantRequeue)
+			}
+			if st := f.status(); st != nil && tc.sandbox.Status.LastActivityTime == nil && len(tc.wantRequeue) > 0 {
+				if st.LastActivityTime == nil || !st.LastActivityTime.Time.Equal(testNow) {
+					t.Errorf("lastActivityTime written %v, want now (%v)", st.LastActivityTime, testNow)
+				}
 			}
 			if len(tc.wantEvents) == 0 {
 				return

@@ -58,6 +58,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	idleAt, idle := idleDeadline(sb)
+	if idle && sb.Status.LastActivityTime == nil {
+		// The clock starts now for a Sandbox never used through the proxy: a warm-pool member
+		// just adopted by a claim, or one whose idle timeout was just set, has been Ready for
+		// longer than it has been subject to the timeout.
+		sb.Status.LastActivityTime = &metav1.Time{Time: now}
+		idleAt = now.Add(sb.Spec.IdleTimeout.Duration)
+	}
 	if idle && !now.Before(idleAt) {
 		out, err := c.suspendIdle(ctx, sb)
 		if isConflictOrGone(err) {
