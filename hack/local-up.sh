@@ -558,6 +558,9 @@ probe_sandbox_apiserver() {
     "https://127.0.0.1:${SANDBOX_APISERVER_PORT}/readyz" | grep -qx ok
 }
 
+# --proxy-allow-host-network-pods: kwok's pods report the node address, 127.0.0.1, as
+# a hostNetwork pod would, so sandboxes/proxy reaches them only with it (tests run
+# the sandbox's "process" on 127.0.0.1).
 start_sandbox_apiserver() {
   local kc="${KUBECONFIGS}/sandbox-apiserver.kubeconfig" extra=()
   # shellcheck disable=SC2206 # word splitting of the extra flags is intended
@@ -574,6 +577,7 @@ start_sandbox_apiserver() {
     --etcd-cafile="${CERTS}/sandbox-etcd-ca.crt" \
     --etcd-certfile="${CERTS}/sandbox-etcd-client.crt" \
     --etcd-keyfile="${CERTS}/sandbox-etcd-client.key" \
+    --proxy-allow-host-network-pods \
     "${extra[@]}"
   wait_ready sandbox-apiserver probe_sandbox_apiserver
 }

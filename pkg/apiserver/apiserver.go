@@ -35,6 +35,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
@@ -46,6 +47,15 @@ type Config struct {
 	// Wake configures waking sandboxes on proxied requests and recording their activity; nil
 	// takes the defaults.
 	Wake *sandboxwake.Options
+	// Proxy configures the sandboxes/proxy and sandboxclaims/proxy subresources.
+	Proxy ProxyConfig
+}
+
+// ProxyConfig configures the proxy subresources.
+type ProxyConfig struct {
+	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
+	// the node's.
+	AllowHostNetworkPods bool
 }
 
 // CompletedConfig is a Config with every default filled in.
@@ -53,6 +63,7 @@ type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	Controllers   *manager.Options
 	Wake          sandboxwake.Options
+	Proxy         ProxyConfig
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
 	// ControllerIdentity is who the controllers are when they write here.
@@ -73,7 +84,8 @@ func (c *Config) Complete() CompletedConfig {
 	if c.Wake != nil {
 		wake = c.Wake
 	}
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Wake: *wake, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
+	c.GenericConfig.LongRunningFunc = longRunning
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Wake: *wake, Proxy: c.Proxy, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
 }
 
 // SandboxServer is the running API server.
@@ -114,10 +126,16 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		go waker.Run(hook.Context)
 		return nil
 	})
+	pods, err := sandboxPods(generic, c.KubeConfig)
+	if err != nil {
+		return nil, err
+	}
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,
 		"sandboxes/scale":  sandboxStorage.Scale,
+		"sandboxes/proxy":  &sandbox.ProxyREST{Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
 	}
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
@@ -159,6 +177,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	extensionsResources := map[string]rest.Storage{
 		"sandboxclaims":           claimStorage.SandboxClaim,
 		"sandboxclaims/status":    claimStorage.Status,
+		"sandboxclaims/proxy":     &sandboxclaim.ProxyREST{Claims: claimStorage.SandboxClaim, Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
 		"sandboxtemplates":        templateStorage,
 		"sandboxwarmpools":        poolStorage.SandboxWarmPool,
 		"sandboxwarmpools/status": poolStorage.Status,

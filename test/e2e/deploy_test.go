@@ -202,6 +202,8 @@ func checkRendered(t *testing.T, manifests, image string, caPEM, servingPEM []by
 			// Sandbox objects are reached over TLS with the server's etcd client certificate.
 			expectFlags(t, name, c[0].Args, "--etcd-servers=https://sandbox-etcd.sandbox-system.svc:2379",
 				"--etcd-cafile=", "--etcd-certfile=", "--etcd-keyfile=")
+			// The secure default NetworkPolicy admits the server's own pods (sandboxes/proxy).
+			expectFlags(t, name, c[0].Args, "--server-pod-namespace=$(POD_NAMESPACE)", "--server-pod-labels=app.kubernetes.io/name=sandbox-apiserver")
 		case o.Kind == "StatefulSet" && o.Metadata.Name == "sandbox-etcd":
 			c := o.Spec.Template.Spec.Containers
 			if len(c) != 1 || len(c[0].Command) < 2 || c[0].Command[0] != "etcd" {

@@ -375,6 +375,11 @@ func TestAggregatedRoles(t *testing.T) {
 		}
 	}
 	writes = append(writes, access{"patch", agentsGroup, "sandboxes/scale"}, access{"update", extensionsGroup, "sandboxwarmpools/scale"})
+	// Reaching a sandbox through the proxy subresources, with the verbs of every proxied method, is
+	// edit's and admin's, not view's.
+	for _, v := range []string{"get", "create", "update", "patch", "delete"} {
+		writes = append(writes, access{v, agentsGroup, "sandboxes/proxy"}, access{v, extensionsGroup, "sandboxclaims/proxy"})
+	}
 	for _, name := range []string{"admin", "edit", "view"} {
 		var role rbacv1.ClusterRole
 		if err := json.Unmarshal([]byte(kubectl(t, "get", "clusterrole", name, "-o", "json")), &role); err != nil {

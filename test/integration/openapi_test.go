@@ -200,10 +200,12 @@ func TestDiscovery(t *testing.T) {
 			"sandboxes":        {"Sandbox", []string{"sandbox"}, nil},
 			"sandboxes/status": {"Sandbox", nil, []string{"get", "patch", "update"}},
 			"sandboxes/scale":  {"Scale", nil, []string{"get", "patch", "update"}},
+			"sandboxes/proxy":  {"SandboxProxyOptions", nil, []string{"create", "delete", "get", "patch", "update"}},
 		},
 		"extensions.agents.x-k8s.io/v1beta1": {
 			"sandboxclaims":           {"SandboxClaim", []string{"sandboxclaim"}, nil},
 			"sandboxclaims/status":    {"SandboxClaim", nil, []string{"get", "patch", "update"}},
+			"sandboxclaims/proxy":     {"SandboxClaimProxyOptions", nil, []string{"create", "delete", "get", "patch", "update"}},
 			"sandboxtemplates":        {"SandboxTemplate", []string{"sandboxtemplate"}, nil},
 			"sandboxwarmpools":        {"SandboxWarmPool", []string{"swp"}, nil},
 			"sandboxwarmpools/status": {"SandboxWarmPool", nil, []string{"get", "patch", "update"}},

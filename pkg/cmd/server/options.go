@@ -57,6 +57,9 @@ type Options struct {
 	// Probes are the seed controller's plain metrics and health listeners.
 	Probes *ProbeOptions
 
+	// ProxyAllowHostNetworkPods lets sandboxes/proxy reach Sandbox pods in the host network.
+	ProxyAllowHostNetworkPods bool
+
 	// PrintVersion prints the version and exits.
 	PrintVersion bool
 }
@@ -98,6 +101,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Controllers.AddFlags(fs)
 	o.Wake.AddFlags(fs)
 	o.Probes.AddFlags(fs)
+	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
+		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 }
 
@@ -171,7 +176,8 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	}
 	o.EtcdOutage.ApplyTo(config, o.RecommendedOptions.Etcd, probe)
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
-	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers, Wake: o.Wake}).Complete().New()
+	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers, Wake: o.Wake,
+		Proxy: apiserver.ProxyConfig{AllowHostNetworkPods: o.ProxyAllowHostNetworkPods}}).Complete().New()
 }
 
 // Run serves until ctx is done, then shuts down gracefully.

@@ -179,6 +179,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			NetworkPolicies: policies.Networking().V1().NetworkPolicies(),
 			Events:          recorder,
 			Workers:         o.TemplateWorkers,
+			ServerPeer:      o.ServerPeer(),
 		})
 		if err != nil {
 			return fmt.Errorf("sandboxtemplate controller: %w", err)

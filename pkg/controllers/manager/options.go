@@ -7,12 +7,18 @@ package manager
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/config/options"
 
@@ -49,6 +55,10 @@ type Options struct {
 	// LeaderElectionNamespace, when set, is the namespace of the Lease (the seeds' name for
 	// LeaderElection.ResourceNamespace).
 	LeaderElectionNamespace string
+	// ServerPodNamespace and ServerPodLabels find the API server's own pods, which the secure
+	// default NetworkPolicy of a template admits so that sandboxes/proxy reaches the sandboxes.
+	ServerPodNamespace string
+	ServerPodLabels    map[string]string
 }
 
 // NewOptions returns the defaults.
@@ -101,6 +111,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"Namespace of the leader-election Lease; when empty, --leader-elect-resource-namespace.")
+	fs.StringVar(&o.ServerPodNamespace, "server-pod-namespace", o.ServerPodNamespace,
+		"Namespace of this server's own pods (set it from the downward API). With --server-pod-labels, the secure default NetworkPolicy of every template admits ingress from those pods, so that sandboxes/proxy reaches the sandboxes.")
+	fs.StringToStringVar(&o.ServerPodLabels, "server-pod-labels", o.ServerPodLabels,
+		"Labels that select this server's own pods in --server-pod-namespace, as key=value pairs.")
+}
+
+// ServerPeer is the NetworkPolicy peer of the server's own pods; nil unless both
+// --server-pod-namespace and --server-pod-labels are set.
+func (o *Options) ServerPeer() *networkingv1.NetworkPolicyPeer {
+	if o.ServerPodNamespace == "" || len(o.ServerPodLabels) == 0 {
+		return nil
+	}
+	return &networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: o.ServerPodNamespace}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: maps.Clone(o.ServerPodLabels)},
+	}
 }
 
 // LeaseNamespace is the namespace of the controllers' Lease.
@@ -131,6 +157,17 @@ func (o *Options) Validate() []error {
 	}
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be positive"))
+	}
+	if (o.ServerPodNamespace == "") != (len(o.ServerPodLabels) == 0) {
+		errs = append(errs, fmt.Errorf("--server-pod-namespace and --server-pod-labels go together: set both or neither"))
+	}
+	if o.ServerPodNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(o.ServerPodNamespace) {
+			errs = append(errs, fmt.Errorf("--server-pod-namespace: %s", msg))
+		}
+	}
+	if err := metav1validation.ValidateLabels(o.ServerPodLabels, field.NewPath("--server-pod-labels")).ToAggregate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

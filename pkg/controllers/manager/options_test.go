@@ -4,10 +4,13 @@
 package manager
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/spf13/pflag"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 )
@@ -73,5 +76,41 @@ func TestSeedControllerFlags(t *testing.T) {
 				t.Errorf("QPS %v, want %v", o.KubeAPIQPS, tc.wantQPS)
 			}
 		})
+	}
+}
+
+// TestServerPeerFlags: --server-pod-namespace and --server-pod-labels make the peer of the
+// server's pods, in their namespace only; one without the other, or a bad value, is refused.
+func TestServerPeerFlags(t *testing.T) {
+	cases := []struct {
+		args    []string
+		want    *networkingv1.NetworkPolicyPeer
+		wantErr bool
+	}{
+		{args: nil},
+		{args: []string{"--server-pod-namespace=sandbox-system", "--server-pod-labels=app.kubernetes.io/name=sandbox-apiserver"},
+			want: &networkingv1.NetworkPolicyPeer{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "sandbox-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "sandbox-apiserver"}},
+			}},
+		{args: []string{"--server-pod-namespace=sandbox-system"}, wantErr: true},
+		{args: []string{"--server-pod-labels=app=x"}, wantErr: true},
+		{args: []string{"--server-pod-namespace=Not_A_Namespace", "--server-pod-labels=app=x"}, wantErr: true},
+		{args: []string{"--server-pod-namespace=ns", "--server-pod-labels=app=bad value"}, wantErr: true},
+	}
+	for _, tc := range cases {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("parse %q: %v", tc.args, err)
+		}
+		if errs := o.Validate(); (len(errs) > 0) != tc.wantErr {
+			t.Errorf("%q: errors %v; want errors: %v", tc.args, errs, tc.wantErr)
+			continue
+		}
+		if got := o.ServerPeer(); !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: peer %+v; want %+v", tc.args, got, tc.want)
+		}
 	}
 }

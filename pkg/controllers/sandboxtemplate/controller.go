@@ -54,8 +54,9 @@ type Controller struct {
 	events  record.EventRecorder
 	workers int
 
-	templates extlisters.SandboxTemplateLister
-	policies  networkinglisters.NetworkPolicyLister
+	templates  extlisters.SandboxTemplateLister
+	policies   networkinglisters.NetworkPolicyLister
+	serverPeer *networkingv1.NetworkPolicyPeer
 }
 
 // Config is what the controller needs from the process.
@@ -70,17 +71,21 @@ type Config struct {
 	NetworkPolicies networkinginformers.NetworkPolicyInformer
 	Events          record.EventRecorder
 	Workers         int
+	// ServerPeer selects the API server's own pods, which the secure default policy admits so
+	// that sandboxes/proxy reaches the sandboxes; nil when the server does not know its pods.
+	ServerPeer *networkingv1.NetworkPolicyPeer
 }
 
 // New wires the controller to its informers.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
-		kube:      c.Kube,
-		client:    c.Client,
-		events:    c.Events,
-		workers:   max(c.Workers, 1),
-		templates: c.Templates.Lister(),
-		policies:  c.NetworkPolicies.Lister(),
+		kube:       c.Kube,
+		client:     c.Client,
+		events:     c.Events,
+		workers:    max(c.Workers, 1),
+		templates:  c.Templates.Lister(),
+		policies:   c.NetworkPolicies.Lister(),
+		serverPeer: c.ServerPeer,
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Templates.Informer().HasSynced, c.NetworkPolicies.Informer().HasSynced}

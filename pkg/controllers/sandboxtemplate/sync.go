@@ -69,8 +69,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return c.ensurePolicy(ctx, t, existing)
 }
 
-// DesiredPolicy is the NetworkPolicy a managed template asks for.
-func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate) *networkingv1.NetworkPolicy {
+// DesiredPolicy is the NetworkPolicy a managed template asks for. server, when not nil, is the
+// peer of the API server's own pods, which the secure default admits as it admits the router so
+// that sandboxes/proxy reaches the sandboxes.
+func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate, server *networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
 	hash := naming.NameHash(t.Name)
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
@@ -79,14 +81,14 @@ func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate) *networkingv1.NetworkPo
 			Labels:          map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, templateKind)},
 		},
-		Spec: desiredSpec(t, hash),
+		Spec: desiredSpec(t, hash, server),
 	}
 }
 
 // desiredSpec selects the template's pods and denies what the rules do not allow, both ways. The
 // rules are the template's own or, when it has none, the secure default. Ports get the protocol
 // the cluster would default them to, so that a stored policy compares equal to its desire.
-func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string) networkingv1.NetworkPolicySpec {
+func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string, server *networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicySpec {
 	spec := networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash}},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -95,9 +97,11 @@ func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string) networkingv1
 		np = np.DeepCopy()
 		spec.Ingress, spec.Egress = np.Ingress, np.Egress
 	} else {
-		spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
-			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(SandboxRouterSelector)}}},
-		}}
+		from := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(SandboxRouterSelector)}}}
+		if server != nil {
+			from = append(from, *server.DeepCopy())
+		}
+		spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: from}}
 		spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
 			To: []networkingv1.NetworkPolicyPeer{
 				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: slices.Clone(DefaultEgressIPv4Except)}},
@@ -125,7 +129,7 @@ func defaultPorts(ports []networkingv1.NetworkPolicyPort) {
 // ensurePolicy creates the template's policy, or repairs the one it controls. A policy of that
 // name the template does not control is reported and left as it is.
 func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, existing *networkingv1.NetworkPolicy) error {
-	desired := DesiredPolicy(t)
+	desired := DesiredPolicy(t, c.serverPeer)
 	policies := c.kube.NetworkingV1().NetworkPolicies(t.Namespace)
 	if existing == nil {
 		_, err := policies.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})

@@ -483,3 +483,42 @@ func TestTemplateOf(t *testing.T) {
 		})
 	}
 }
+
+// TestSecureDefaultAdmitsTheServer: with the server's own pods known, the secure default admits
+// them (in their namespace only) beside the router, so that sandboxes/proxy reaches the sandboxes;
+// a template with its own rules gets no such peer.
+func TestSecureDefaultAdmitsTheServer(t *testing.T) {
+	server := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "sandbox-system"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "sandbox-apiserver"}},
+	}
+	withServer := secureDefault("default")
+	withServer.Ingress[0].From = append(withServer.Ingress[0].From, server)
+	custom := template("custom", func(t *extensionsv1beta1.SandboxTemplate) {
+		t.Spec.NetworkPolicy = &extensionsv1beta1.NetworkPolicySpec{}
+	})
+	for _, tc := range []struct {
+		tmpl *extensionsv1beta1.SandboxTemplate
+		want networkingv1.NetworkPolicySpec
+	}{
+		{template("default"), withServer},
+		{custom, networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("custom")}},
+			PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
+		}},
+	} {
+		f := newFixture(t, []*extensionsv1beta1.SandboxTemplate{tc.tmpl}, nil)
+		f.ctrl.serverPeer = &server
+		if err := f.ctrl.sync(context.Background(), ns+"/"+tc.tmpl.Name); err != nil {
+			t.Fatal(err)
+		}
+		w := f.writes()
+		if len(w) != 1 || w[0].GetVerb() != "create" {
+			t.Fatalf("want one create, got %v", w)
+		}
+		np := w[0].(clienttesting.CreateAction).GetObject().(*networkingv1.NetworkPolicy)
+		if !apiequality.Semantic.DeepEqual(np.Spec, tc.want) {
+			t.Errorf("%s: spec:\n got %+v\nwant %+v", tc.tmpl.Name, np.Spec, tc.want)
+		}
+	}
+}

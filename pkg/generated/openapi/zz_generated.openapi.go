@@ -35,6 +35,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodTemplate{}.OpenAPIModelName():                             schema_pkg_apis_agents_v1alpha1_PodTemplate(ref),
 		v1alpha1.Sandbox{}.OpenAPIModelName():                                 schema_pkg_apis_agents_v1alpha1_Sandbox(ref),
 		v1alpha1.SandboxList{}.OpenAPIModelName():                             schema_pkg_apis_agents_v1alpha1_SandboxList(ref),
+		v1alpha1.SandboxProxyOptions{}.OpenAPIModelName():                     schema_pkg_apis_agents_v1alpha1_SandboxProxyOptions(ref),
 		v1alpha1.SandboxSpec{}.OpenAPIModelName():                             schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref),
 		v1alpha1.SandboxStatus{}.OpenAPIModelName():                           schema_pkg_apis_agents_v1alpha1_SandboxStatus(ref),
 		v1beta1.EmbeddedObjectMetadata{}.OpenAPIModelName():                   schema_pkg_apis_agents_v1beta1_EmbeddedObjectMetadata(ref),
@@ -44,6 +45,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.PodTemplate{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_PodTemplate(ref),
 		v1beta1.Sandbox{}.OpenAPIModelName():                                  schema_pkg_apis_agents_v1beta1_Sandbox(ref),
 		v1beta1.SandboxList{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_SandboxList(ref),
+		v1beta1.SandboxProxyOptions{}.OpenAPIModelName():                      schema_pkg_apis_agents_v1beta1_SandboxProxyOptions(ref),
 		v1beta1.SandboxSpec{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_SandboxSpec(ref),
 		v1beta1.SandboxStatus{}.OpenAPIModelName():                            schema_pkg_apis_agents_v1beta1_SandboxStatus(ref),
 		extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName():          schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref),
@@ -52,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1alpha1_NetworkPolicySpec(ref),
 		extensionsv1alpha1.SandboxClaim{}.OpenAPIModelName():                  schema_pkg_apis_extensions_v1alpha1_SandboxClaim(ref),
 		extensionsv1alpha1.SandboxClaimList{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1alpha1_SandboxClaimList(ref),
+		extensionsv1alpha1.SandboxClaimProxyOptions{}.OpenAPIModelName():      schema_pkg_apis_extensions_v1alpha1_SandboxClaimProxyOptions(ref),
 		extensionsv1alpha1.SandboxClaimSpec{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref),
 		extensionsv1alpha1.SandboxClaimStatus{}.OpenAPIModelName():            schema_pkg_apis_extensions_v1alpha1_SandboxClaimStatus(ref),
 		extensionsv1alpha1.SandboxStatus{}.OpenAPIModelName():                 schema_pkg_apis_extensions_v1alpha1_SandboxStatus(ref),
@@ -71,6 +74,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1beta1_NetworkPolicySpec(ref),
 		extensionsv1beta1.SandboxClaim{}.OpenAPIModelName():                   schema_pkg_apis_extensions_v1beta1_SandboxClaim(ref),
 		extensionsv1beta1.SandboxClaimList{}.OpenAPIModelName():               schema_pkg_apis_extensions_v1beta1_SandboxClaimList(ref),
+		extensionsv1beta1.SandboxClaimProxyOptions{}.OpenAPIModelName():       schema_pkg_apis_extensions_v1beta1_SandboxClaimProxyOptions(ref),
 		extensionsv1beta1.SandboxClaimSpec{}.OpenAPIModelName():               schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref),
 		extensionsv1beta1.SandboxClaimStatus{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1beta1_SandboxClaimStatus(ref),
 		extensionsv1beta1.SandboxStatus{}.OpenAPIModelName():                  schema_pkg_apis_extensions_v1beta1_SandboxStatus(ref),
@@ -728,6 +732,40 @@ func schema_pkg_apis_agents_v1alpha1_SandboxList(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_agents_v1alpha1_SandboxProxyOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxProxyOptions is the query of a sandboxes/proxy request, which forwards to the Sandbox's pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the URL path to use for the request to the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1203,6 +1241,40 @@ func schema_pkg_apis_agents_v1beta1_SandboxList(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_agents_v1beta1_SandboxProxyOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxProxyOptions is the query of a sandboxes/proxy request, which forwards to the Sandbox's pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the URL path to use for the request to the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1675,6 +1747,40 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimList(ref common.ReferenceCa
 		},
 		Dependencies: []string{
 			extensionsv1alpha1.SandboxClaim{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_extensions_v1alpha1_SandboxClaimProxyOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxClaimProxyOptions is the query of a sandboxclaims/proxy request, which forwards to the pod of the claim's Sandbox.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the URL path to use for the request to the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -2588,6 +2694,40 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimList(ref common.ReferenceCal
 		},
 		Dependencies: []string{
 			extensionsv1beta1.SandboxClaim{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_extensions_v1beta1_SandboxClaimProxyOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SandboxClaimProxyOptions is the query of a sandboxclaims/proxy request, which forwards to the pod of the claim's Sandbox.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the URL path to use for the request to the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

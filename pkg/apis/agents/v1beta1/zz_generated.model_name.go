@@ -44,6 +44,11 @@ func (in SandboxList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SandboxProxyOptions) OpenAPIModelName() string {
+	return "io.x-k8s.agents.v1beta1.SandboxProxyOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SandboxSpec) OpenAPIModelName() string {
 	return "io.x-k8s.agents.v1beta1.SandboxSpec"
 }

@@ -39,6 +39,11 @@ func (in SandboxClaimList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SandboxClaimProxyOptions) OpenAPIModelName() string {
+	return "io.x-k8s.agents.extensions.v1alpha1.SandboxClaimProxyOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SandboxClaimSpec) OpenAPIModelName() string {
 	return "io.x-k8s.agents.extensions.v1alpha1.SandboxClaimSpec"
 }

@@ -1,0 +1,28 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +k8s:conversion-gen:explicit-from=net/url.Values
+
+// SandboxClaimProxyOptions is the query of a sandboxclaims/proxy request, which forwards to the pod of the claim's Sandbox.
+type SandboxClaimProxyOptions struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// path is the URL path to use for the request to the pod.
+	// +optional
+	Path string `json:"path,omitempty" protobuf:"bytes,1,opt,name=path"`
+}
+
+func init() {
+	localSchemeBuilder.Register(func(scheme *runtime.Scheme) error {
+		scheme.AddKnownTypes(SchemeGroupVersion, &SandboxClaimProxyOptions{})
+		return nil
+	})
+}

@@ -1,0 +1,54 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package apiserver
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
+)
+
+// longRunning marks watches and the proxy subresources as long-running, as kube-apiserver does for
+// pods/proxy: a proxied stream or WebSocket is not cut at the request timeout and does not hold
+// an in-flight slot.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
+
+// sandboxPods watches the pods of Sandboxes (those with the Sandbox UID label) so the proxy finds
+// a Sandbox's pod without a request to the cluster per proxied request. Every replica runs it,
+// whether or not it runs the controllers. nil getter without a cluster connection.
+func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restclient.Config) (sandboxproxy.PodGetter, error) {
+	if kubeConfig == nil {
+		return nil, nil
+	}
+	client, err := kubernetes.NewForConfig(kubeConfig)
+	if err != nil {
+		return nil, fmt.Errorf("making the proxy's pod client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = agentsv1beta1.SandboxUIDLabel
+	}))
+	lister := factory.Core().V1().Pods().Lister()
+	generic.AddPostStartHookOrDie("start-sandbox-proxy-pods", func(hook genericapiserver.PostStartHookContext) error {
+		factory.Start(hook.Done())
+		return nil
+	})
+	return func(namespace, name string) (*corev1.Pod, error) {
+		pod, err := lister.Pods(namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return pod, err
+	}, nil
+}

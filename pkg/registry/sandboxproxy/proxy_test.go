@@ -1,0 +1,106 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxproxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/utils/ptr"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
+)
+
+type failingResponder struct{ t *testing.T }
+
+func (r failingResponder) Object(int, runtime.Object) { r.t.Error("unexpected object response") }
+func (r failingResponder) Error(err error)            { r.t.Errorf("proxy error: %v", err) }
+
+// countingWaker wakes nothing and counts requests begun and ended.
+type countingWaker struct{ begun, ended int }
+
+func (w *countingWaker) Wake(_ context.Context, sb *agents.Sandbox) (*agents.Sandbox, error) {
+	return sb, nil
+}
+func (w *countingWaker) Begin(*agents.Sandbox) func() {
+	w.begun++
+	return func() { w.ended++ }
+}
+
+// TestConnectForwardsToThePodOnly serves the "sandbox" on 127.0.0.1 as a host network pod and
+// proxies to it: method, body, status, path and identity arrive as the rules say.
+func TestConnectForwardsToThePodOnly(t *testing.T) {
+	type seen struct{ method, rawPath, body, user, auth string }
+	got := make(chan seen, 1)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.RequestURI(), string(body), r.Header.Get(UserHeader), r.Header.Get("Authorization")}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "made")
+	}))
+	defer backend.Close()
+	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	pod := hostNetwork(readyPod())
+	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(port)
+
+	waker := &countingWaker{}
+	p := &Proxy{Pods: func(ns, name string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, Waker: waker}
+	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "alice"})
+
+	for _, path := range []string{"/items?x=1", "//evil:80/", "http://169.254.169.254/latest"} {
+		handler, err := p.Connect(ctx, testSandbox(), "http", strings.SplitN(path, "?", 2)[0], failingResponder{t})
+		if err != nil {
+			t.Fatalf("Connect(%q): %v", path, err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/apis/agents.x-k8s.io/v1beta1/namespaces/team/sandboxes/box:http/proxy"+path, strings.NewReader("payload"))
+		req.Header.Set("Authorization", "Bearer secret")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated || rec.Body.String() != "made" {
+			t.Fatalf("%s: response %d %q; want 201 \"made\"", path, rec.Code, rec.Body.String())
+		}
+		s := <-got
+		if s.method != http.MethodPost || s.body != "payload" || s.user != "alice" || s.auth != "" {
+			t.Errorf("%s: the sandbox saw %+v; want POST, body payload, user alice, no Authorization", path, s)
+		}
+		if want := strings.SplitN(path, "?", 2)[0]; !strings.HasPrefix(s.rawPath, want) && !strings.HasPrefix(s.rawPath, "/"+want) {
+			t.Errorf("the sandbox saw path %q; want %q", s.rawPath, want)
+		}
+	}
+	if waker.begun != 3 || waker.ended != 3 {
+		t.Errorf("Begin called %d times, its end %d; want 3 and 3", waker.begun, waker.ended)
+	}
+}
+
+func TestConnectWithoutWakerRefusesASuspendedSandbox(t *testing.T) {
+	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return nil, nil }}
+	sb := testSandbox()
+	sb.Spec.Replicas = ptr.To[int32](0)
+	_, err := p.Connect(context.Background(), sb, "", "/", failingResponder{t})
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Code != http.StatusServiceUnavailable || !strings.Contains(status.Status().Message, "suspended") ||
+		status.Status().Details.RetryAfterSeconds == 0 {
+		t.Fatalf("Connect = %v; want a 503 with Retry-After saying the sandbox is suspended", err)
+	}
+}
+
+// TestTransportDialsThePodItself: no HTTP proxy from the environment stands between the server and
+// the pod (it would see every request, and decide where it goes).
+func TestTransportDialsThePodItself(t *testing.T) {
+	if tr := NewTransport(); tr.Proxy != nil {
+		t.Errorf("the transport to the pods uses a proxy function")
+	}
+}
