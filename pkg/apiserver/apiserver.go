@@ -36,6 +36,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -43,6 +44,9 @@ type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// Controllers, when set, run in this process once it serves (the leader among replicas does).
 	Controllers *manager.Options
+	// Wake configures waking sandboxes on proxied requests and recording their activity; nil
+	// takes the defaults.
+	Wake *sandboxwake.Options
 	// Proxy configures the sandboxes/proxy and sandboxclaims/proxy subresources.
 	Proxy ProxyConfig
 }
@@ -52,14 +56,13 @@ type ProxyConfig struct {
 	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
 	// the node's.
 	AllowHostNetworkPods bool
-	// Waker wakes suspended Sandboxes on a proxied request; nil: they get a 503.
-	Waker sandboxproxy.Waker
 }
 
 // CompletedConfig is a Config with every default filled in.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	Controllers   *manager.Options
+	Wake          sandboxwake.Options
 	Proxy         ProxyConfig
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
@@ -77,8 +80,12 @@ func (c *Config) Complete() CompletedConfig {
 	}
 	identity := controlleridentity.New()
 	identity.Install(&c.GenericConfig.Authentication)
+	wake := sandboxwake.NewOptions()
+	if c.Wake != nil {
+		wake = c.Wake
+	}
 	c.GenericConfig.LongRunningFunc = longRunning
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Proxy: c.Proxy, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), Controllers: controllers, Wake: *wake, Proxy: c.Proxy, KubeConfig: c.GenericConfig.ClientConfig, ControllerIdentity: identity}
 }
 
 // SandboxServer is the running API server.
@@ -90,6 +97,8 @@ type SandboxServer struct {
 	// ControllerIdentity is who the controllers are when they write here (see
 	// pkg/registry/controlleridentity).
 	ControllerIdentity *controlleridentity.Identity
+	// Waker resumes suspended sandboxes for the proxy and records their activity.
+	Waker *sandboxwake.Waker
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -112,11 +121,16 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	waker := sandboxwake.New(sandboxwake.Config{Sandboxes: sandboxStorage.Sandbox, Status: sandboxStorage.Status, Controllers: identity, Options: c.Wake})
+	generic.AddPostStartHookOrDie("start-sandbox-activity", func(hook genericapiserver.PostStartHookContext) error {
+		go waker.Run(hook.Context)
+		return nil
+	})
 	pods, err := sandboxPods(generic, c.KubeConfig)
 	if err != nil {
 		return nil, err
 	}
-	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: c.Proxy.Waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,
@@ -208,7 +222,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker}, nil
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a

@@ -4,7 +4,9 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,10 +52,22 @@ func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restcli
 	})
 	return func(namespace, name string) (*corev1.Pod, error) {
 		pod, err := lister.Pods(namespace).Get(name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil && runningAndReady(pod) {
+			return pod, nil
+		}
+		// The proxy looks for the pod only once the Waker has seen the Sandbox Ready, which the
+		// controller reports from its own pod cache: a missing or unready pod here is this cache
+		// lagging behind that one (just after a wake), so the cluster is asked once.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		live, err := client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return pod, err
+		return live, err
 	}, nil
 }
 
@@ -76,4 +90,17 @@ func proxiedPodFields(obj any) (any, error) {
 		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
 	}
 	return slim, nil
+}
+
+// runningAndReady says whether a pod runs and is Ready.
+func runningAndReady(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

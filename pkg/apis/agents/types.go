@@ -4,6 +4,8 @@
 package agents
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,6 +29,11 @@ const (
 	// OperatingModeSuspended deletes the Pod and keeps the volumes (spec.replicas 0).
 	OperatingModeSuspended OperatingMode = "Suspended"
 )
+
+// MinIdleTimeout is the shortest idle timeout a Sandbox, template or claim may ask for: activity
+// is written to status.lastActivityTime every few seconds, so a shorter one could suspend a
+// sandbox whose traffic another replica has not written yet.
+const MinIdleTimeout = 10 * time.Second
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -85,6 +92,7 @@ type SandboxSpec struct {
 	PodTemplate          PodTemplate
 	VolumeClaimTemplates []PersistentVolumeClaimTemplate
 	Lifecycle
+	IdleTimeout   *metav1.Duration
 	Replicas      *int32
 	OperatingMode OperatingMode
 	Service       *bool
@@ -92,11 +100,12 @@ type SandboxSpec struct {
 
 // SandboxStatus is the observed state of a Sandbox.
 type SandboxStatus struct {
-	ServiceFQDN   string
-	Service       string
-	Conditions    []metav1.Condition
-	Replicas      int32
-	LabelSelector string
-	PodIPs        []string
-	NodeName      string
+	ServiceFQDN      string
+	Service          string
+	Conditions       []metav1.Condition
+	Replicas         int32
+	LabelSelector    string
+	PodIPs           []string
+	NodeName         string
+	LastActivityTime *metav1.Time
 }

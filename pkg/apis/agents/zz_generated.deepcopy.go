@@ -232,6 +232,11 @@ func (in *SandboxSpec) DeepCopyInto(out *SandboxSpec) {
 		}
 	}
 	in.Lifecycle.DeepCopyInto(&out.Lifecycle)
+	if in.IdleTimeout != nil {
+		in, out := &in.IdleTimeout, &out.IdleTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Replicas != nil {
 		in, out := &in.Replicas, &out.Replicas
 		*out = new(int32)
@@ -269,6 +274,10 @@ func (in *SandboxStatus) DeepCopyInto(out *SandboxStatus) {
 		in, out := &in.PodIPs, &out.PodIPs
 		*out = make([]string, len(*in))
 		copy(*out, *in)
+	}
+	if in.LastActivityTime != nil {
+		in, out := &in.LastActivityTime, &out.LastActivityTime
+		*out = (*in).DeepCopy()
 	}
 	return
 }

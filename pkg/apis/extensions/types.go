@@ -105,6 +105,8 @@ type Lifecycle struct {
 	ShutdownTime            *metav1.Time
 	TTLSecondsAfterFinished *int32
 	ShutdownPolicy          *ShutdownPolicy
+	// IdleTimeout, when set, replaces the template's for the claim's sandbox.
+	IdleTimeout *metav1.Duration
 }
 
 // SandboxClaimSpec is the desired state of a SandboxClaim.
@@ -170,6 +172,7 @@ type SandboxTemplateSpec struct {
 	// AllowedClaimPodMetadata, when set, lists the only pod metadata keys claims may set.
 	AllowedClaimPodMetadata *ClaimPodMetadataKeys
 	Service                 *bool
+	IdleTimeout             *metav1.Duration
 }
 
 // ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.

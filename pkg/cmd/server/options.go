@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/openapi"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
 // etcdPrefix is where objects live in etcd; the etcd is this server's own, not the cluster's.
@@ -50,6 +51,8 @@ type Options struct {
 
 	// Controllers configure the controllers embedded in the server.
 	Controllers *manager.Options
+	// Wake configures waking sandboxes through the proxy and recording their activity.
+	Wake *sandboxwake.Options
 
 	// Probes are the seed controller's plain metrics and health listeners.
 	Probes *ProbeOptions
@@ -71,6 +74,7 @@ func NewOptions() *Options {
 		EtcdDataDir:        "_output/sandbox-etcd",
 		EtcdOutage:         NewEtcdOutageOptions(),
 		Controllers:        manager.NewOptions(),
+		Wake:               sandboxwake.NewOptions(),
 		Probes:             NewProbeOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
@@ -95,6 +99,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Data directory of the embedded etcd started when --etcd-servers is empty.")
 	o.EtcdOutage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
+	o.Wake.AddFlags(fs)
 	o.Probes.AddFlags(fs)
 	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
 		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
@@ -106,6 +111,7 @@ func (o *Options) Validate() error {
 	errs := append(o.RecommendedOptions.Validate(), o.ServerRun.Validate()...)
 	errs = append(errs, o.EtcdOutage.Validate()...)
 	errs = append(errs, o.Probes.Validate()...)
+	errs = append(errs, o.Wake.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -170,7 +176,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	}
 	o.EtcdOutage.ApplyTo(config, o.RecommendedOptions.Etcd, probe)
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
-	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers,
+	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers, Wake: o.Wake,
 		Proxy: apiserver.ProxyConfig{AllowHostNetworkPods: o.ProxyAllowHostNetworkPods}}).Complete().New()
 }
 

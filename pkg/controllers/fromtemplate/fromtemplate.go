@@ -54,7 +54,7 @@ func PodTemplateHash(t *extensionsv1beta1.SandboxTemplate) (string, error) {
 }
 
 // NewSandbox returns a Sandbox of t in t's namespace: the template's pod template with secure
-// defaults, its volume claim templates and Service setting, the template-ref annotation and the
+// defaults, its volume claim templates, Service setting and idle timeout, the template-ref annotation and the
 // template-ref hash label on the Sandbox and its pod template. The caller names and owns it.
 func NewSandbox(t *extensionsv1beta1.SandboxTemplate) *agentsv1beta1.Sandbox {
 	refHash := naming.NameHash(t.Name)
@@ -68,6 +68,7 @@ func NewSandbox(t *extensionsv1beta1.SandboxTemplate) *agentsv1beta1.Sandbox {
 			PodTemplate: *t.Spec.PodTemplate.DeepCopy(),
 			Replicas:    ptr.To[int32](1),
 			Service:     ptrCopy(t.Spec.Service),
+			IdleTimeout: ptrCopy(t.Spec.IdleTimeout),
 			Lifecycle:   agentsv1beta1.Lifecycle{ShutdownPolicy: ptr.To(agentsv1beta1.ShutdownPolicyRetain)},
 		},
 	}

@@ -57,6 +57,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.expire(ctx, sb, cached)
 	}
 
+	idleAt, idle := idleDeadline(sb)
+	if idle && sb.Status.LastActivityTime == nil {
+		// The clock starts now for a Sandbox never used through the proxy: a warm-pool member
+		// just adopted by a claim, or one whose idle timeout was just set, has been Ready for
+		// longer than it has been subject to the timeout.
+		sb.Status.LastActivityTime = &metav1.Time{Time: now}
+		idleAt = now.Add(sb.Spec.IdleTimeout.Duration)
+	}
+	if idle && !now.Before(idleAt) {
+		out, err := c.suspendIdle(ctx, sb)
+		if isConflictOrGone(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// Carry on with the suspended Sandbox: its pod is deleted and its status written now.
+		cached, sb = out, out.DeepCopy()
+		markIdleSuspended(sb)
+		idle = false
+	}
+
 	state, childErr := c.reconcileChildren(ctx, sb)
 	c.computeStatus(sb, state, childErr)
 	var statusErr error
@@ -68,6 +90,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	if expiry := sb.Spec.ShutdownTime; expiry != nil {
 		c.loop.Queue.AddAfter(key, max(expiry.Sub(now), minExpiryRequeue))
+	}
+	if idle {
+		// Activity moves the deadline later; each status write of it brings the Sandbox back
+		// here, and this wake-up finds it either still idle or not yet due.
+		c.loop.Queue.AddAfter(key, idleAt.Sub(now))
 	}
 	return errors.Join(childErr, statusErr)
 }
@@ -145,6 +172,10 @@ func conditions(sb *agentsv1beta1.Sandbox, state children, childErr error) []met
 		if pod != nil {
 			ready.Message = "Sandbox is suspending"
 			suspended.Status, suspended.Reason, suspended.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonSuspendedPodNotTerminated, "Pod is terminating"
+		}
+		if wasIdleSuspended(sb) {
+			ready.Reason = agentsv1beta1.SandboxReasonIdleSuspended
+			ready.Message += idleSuspendedMessage
 		}
 		out = append(out, ready, suspended)
 	} else {

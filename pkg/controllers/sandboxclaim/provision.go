@@ -72,7 +72,7 @@ func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.Sand
 
 // adoptedSandbox is the warm member rewritten as the claim's sandbox: warm-pool labels off, the
 // claim as its controller, its pod's name recorded, the claim's identity labels and merged pod
-// metadata on, and the claim's trace context (when not empty).
+// metadata on, the claim's idle timeout, and the claim's trace context (when not empty).
 func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox, traceContext string) (*agentsv1beta1.Sandbox, error) {
 	sb := candidate.DeepCopy()
 	meta, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
@@ -87,6 +87,7 @@ func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
 	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(claim.Spec.TemplateRef.Name)
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
+	sb.Spec.IdleTimeout = idleTimeout(claim, template, sb.Spec.IdleTimeout)
 	if sb.Annotations == nil {
 		sb.Annotations = map[string]string{}
 	}
@@ -96,6 +97,18 @@ func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 	}
 	setTraceContext(sb, traceContext)
 	return sb, nil
+}
+
+// idleTimeout is the claim's sandbox's: the claim's lifecycle.idleTimeout, else the template's,
+// else (no template at hand) the one the sandbox has.
+func idleTimeout(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, has *metav1.Duration) *metav1.Duration {
+	switch {
+	case claim.Spec.Lifecycle != nil && claim.Spec.Lifecycle.IdleTimeout != nil:
+		return &metav1.Duration{Duration: claim.Spec.Lifecycle.IdleTimeout.Duration}
+	case template != nil:
+		return template.Spec.IdleTimeout.DeepCopy()
+	}
+	return has
 }
 
 // setTraceContext records the trace the sandbox was provisioned in, when there is one.
@@ -117,6 +130,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 	sb.Name = claim.Name
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
+	sb.Spec.IdleTimeout = idleTimeout(claim, template, nil)
 	meta, err := desiredPodMetadata(claim, template, nil)
 	if err != nil {
 		return nil, err

@@ -814,6 +814,12 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 							Enum:        []interface{}{"Delete", "Retain"},
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout suspends the Sandbox (replicas 0, PersistentVolumeClaims kept, as a user's suspend) once it has had no request or open connection through the sandboxes/proxy or sandboxclaims/proxy subresource for this long (a duration such as \"15m\"), counted from status.lastActivityTime or from when it last became Ready, whichever is later. The next request through the proxy resumes it. At least 10s. Unset: never suspended for idleness.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
@@ -844,7 +850,7 @@ func schema_pkg_apis_agents_v1alpha1_SandboxSpec(ref common.ReferenceCallback) c
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -932,11 +938,17 @@ func schema_pkg_apis_agents_v1alpha1_SandboxStatus(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"lastActivityTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastActivityTime is when a request or connection through the proxy subresources was last seen. The server replicas write it at most every few seconds while there is traffic, not once per request; spec.idleTimeout counts from it.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1311,6 +1323,12 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 							Enum:        []interface{}{"Delete", "Retain"},
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout suspends the Sandbox (replicas 0, PersistentVolumeClaims kept, as a user's suspend) once it has had no request or open connection through the sandboxes/proxy or sandboxclaims/proxy subresource for this long (a duration such as \"15m\"), counted from status.lastActivityTime or from when it last became Ready, whichever is later. The next request through the proxy resumes it. At least 10s. Unset: never suspended for idleness.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes one changes the other.",
@@ -1341,7 +1359,7 @@ func schema_pkg_apis_agents_v1beta1_SandboxSpec(ref common.ReferenceCallback) co
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1429,11 +1447,17 @@ func schema_pkg_apis_agents_v1beta1_SandboxStatus(ref common.ReferenceCallback) 
 							Format:      "",
 						},
 					},
+					"lastActivityTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastActivityTime is when a request or connection through the proxy subresources was last seen. The server replicas write it at most every few seconds while there is traffic, not once per request; spec.idleTimeout counts from it.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName()},
+			metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1557,11 +1581,17 @@ func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback)
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout is the spec.idleTimeout of the claim's sandbox, in place of the template's: the sandbox is suspended after this long without a request through the proxy and resumed by the next one. Also applies to a warm sandbox the claim adopts. At least 10s.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Time{}.OpenAPIModelName()},
+			metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2138,12 +2168,18 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout is copied to the spec.idleTimeout of every sandbox made from this template (a claim's lifecycle.idleTimeout replaces it for the claim's sandbox): the sandbox is suspended after this long without a request through the proxy and resumed by the next one. Warm-pool members are never suspended for idleness until a claim adopts them. At least 10s.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -2492,11 +2528,17 @@ func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) 
 							Enum:        []interface{}{"Delete", "DeleteForeground", "Retain"},
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout is the spec.idleTimeout of the claim's sandbox, in place of the template's: the sandbox is suspended after this long without a request through the proxy and resumed by the next one. Also applies to a warm sandbox the claim adopts. At least 10s.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			metav1.Time{}.OpenAPIModelName()},
+			metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -3073,12 +3115,18 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 							Format:      "",
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "idleTimeout is copied to the spec.idleTimeout of every sandbox made from this template (a claim's lifecycle.idleTimeout replaces it for the claim's sandbox): the sandbox is suspended after this long without a request through the proxy and resumed by the next one. Warm-pool members are never suspended for idleness until a claim adopts them. At least 10s.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
 // startTimeout bounds how long a server may take to become ready.
@@ -39,6 +40,8 @@ type Server struct {
 	// ClaimBinder binds claims at create time for the chooser a test gives it (no controller
 	// runs here).
 	ClaimBinder *claimbinding.Binder
+	// Waker is the server's Waker, as the proxy subresources call it.
+	Waker *sandboxwake.Waker
 	// DataDir is the embedded etcd's data directory; a new server on it sees the same objects.
 	DataDir string
 
@@ -83,7 +86,7 @@ func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options))
 	done := make(chan error, 1)
 	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
 
-	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder}
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder, Waker: srv.Waker}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	stopped := false
 	s.stop = func() {

@@ -142,6 +142,14 @@ type SandboxSpec struct {
 	// Lifecycle holds shutdownTime and shutdownPolicy, inlined into spec.
 	Lifecycle `json:",inline"`
 
+	// idleTimeout suspends the Sandbox (replicas 0, PersistentVolumeClaims kept, as a user's
+	// suspend) once it has had no request or open connection through the sandboxes/proxy or
+	// sandboxclaims/proxy subresource for this long (a duration such as "15m"), counted from
+	// status.lastActivityTime or from when it last became Ready, whichever is later. The next
+	// request through the proxy resumes it. At least 10s. Unset: never suspended for idleness.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
 	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept
 	// in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes
@@ -202,4 +210,10 @@ type SandboxStatus struct {
 	// Pod.
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
+
+	// lastActivityTime is when a request or connection through the proxy subresources was last
+	// seen. The server replicas write it at most every few seconds while there is traffic, not once
+	// per request; spec.idleTimeout counts from it.
+	// +optional
+	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
 }

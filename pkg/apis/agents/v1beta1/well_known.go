@@ -59,7 +59,10 @@ const (
 	SandboxReasonDependenciesNotReady = "DependenciesNotReady"
 	SandboxReasonSuspended            = "SandboxSuspended"
 	SandboxReasonExpired              = "SandboxExpired"
-	SandboxReasonReconcilerError      = "ReconcilerError"
+	// SandboxReasonIdleSuspended: the controller suspended the Sandbox because spec.idleTimeout
+	// passed without a request through the proxy. Ready keeps it until the Sandbox runs again.
+	SandboxReasonIdleSuspended   = "IdleSuspended"
+	SandboxReasonReconcilerError = "ReconcilerError"
 	// SandboxReasonOwnershipConflict: an object of the name a child needs exists and the Sandbox
 	// does not control it; it is left as it is.
 	SandboxReasonOwnershipConflict = "OwnershipConflict"

@@ -353,6 +353,7 @@ func autoConvert_v1beta1_SandboxSpec_To_agents_SandboxSpec(in *SandboxSpec, out 
 	if err := Convert_v1beta1_Lifecycle_To_agents_Lifecycle(&in.Lifecycle, &out.Lifecycle, s); err != nil {
 		return err
 	}
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
 	out.OperatingMode = agents.OperatingMode(in.OperatingMode)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
@@ -372,6 +373,7 @@ func autoConvert_agents_SandboxSpec_To_v1beta1_SandboxSpec(in *agents.SandboxSpe
 	if err := Convert_agents_Lifecycle_To_v1beta1_Lifecycle(&in.Lifecycle, &out.Lifecycle, s); err != nil {
 		return err
 	}
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	out.Replicas = (*int32)(unsafe.Pointer(in.Replicas))
 	out.OperatingMode = OperatingMode(in.OperatingMode)
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
@@ -391,6 +393,7 @@ func autoConvert_v1beta1_SandboxStatus_To_agents_SandboxStatus(in *SandboxStatus
 	out.LabelSelector = in.LabelSelector
 	out.PodIPs = *(*[]string)(unsafe.Pointer(&in.PodIPs))
 	out.NodeName = in.NodeName
+	out.LastActivityTime = (*v1.Time)(unsafe.Pointer(in.LastActivityTime))
 	return nil
 }
 
@@ -407,6 +410,7 @@ func autoConvert_agents_SandboxStatus_To_v1beta1_SandboxStatus(in *agents.Sandbo
 	out.LabelSelector = in.LabelSelector
 	out.PodIPs = *(*[]string)(unsafe.Pointer(&in.PodIPs))
 	out.NodeName = in.NodeName
+	out.LastActivityTime = (*v1.Time)(unsafe.Pointer(in.LastActivityTime))
 	return nil
 }
 

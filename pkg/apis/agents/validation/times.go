@@ -9,6 +9,8 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 )
 
 // ValidateTime refuses a time with no RFC 3339 form in UTC, that is a year outside 0-9999 once the
@@ -64,4 +66,13 @@ func validateManagedFieldsTimes(meta *metav1.ObjectMeta, fldPath *field.Path) fi
 		allErrs = append(allErrs, ValidateTime(meta.ManagedFields[i].Time, fldPath.Child("managedFields").Index(i).Child("time"))...)
 	}
 	return allErrs
+}
+
+// ValidateIdleTimeout checks an optional idle timeout: unset, or at least agents.MinIdleTimeout.
+func ValidateIdleTimeout(d *metav1.Duration, fldPath *field.Path) field.ErrorList {
+	if d == nil || d.Duration >= agents.MinIdleTimeout {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fldPath, d.Duration.String(),
+		"must be at least "+agents.MinIdleTimeout.String()+": leave the field out for a sandbox that is never suspended for idleness")}
 }

@@ -71,8 +71,8 @@ func ValidateSandbox(s *agents.Sandbox) field.ErrorList {
 //     (a claim that adopts a warm Sandbox rewrites them), and its spec is used for the next Pod the
 //     controller creates, after a suspend (replicas 0, then 1) or once the Pod is gone.
 //   - spec.replicas (the scale subresource) and spec.operatingMode, kept in step by the strategy,
-//     spec.service, spec.shutdownTime and
-//     spec.shutdownPolicy are what users and controllers change during a Sandbox's life.
+//     spec.service, spec.shutdownTime, spec.shutdownPolicy and spec.idleTimeout are what users and
+//     controllers change during a Sandbox's life.
 func ValidateSandboxUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 	allErrs := ValidateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
@@ -97,6 +97,7 @@ func ValidateSandboxStatusUpdate(newS, oldS *agents.Sandbox) field.ErrorList {
 	allErrs = append(allErrs, ValidateConditionTimes(st.Conditions, statusPath.Child("conditions"))...)
 	allErrs = append(allErrs, ValidateSelectorString(st.LabelSelector, statusPath.Child("selector"))...)
 	allErrs = append(allErrs, ValidatePodIPs(st.PodIPs, statusPath.Child("podIPs"))...)
+	allErrs = append(allErrs, ValidateOptionalTime(st.LastActivityTime, statusPath.Child("lastActivityTime"))...)
 	if st.NodeName != "" {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(st.NodeName, false) {
 			allErrs = append(allErrs, field.Invalid(statusPath.Child("nodeName"), st.NodeName, msg))
@@ -130,6 +131,7 @@ func validateSandboxSpec(spec *agents.SandboxSpec, name string, fldPath *field.P
 			fmt.Sprintf("must agree with spec.replicas (%d): Running is replicas 1, Suspended is replicas 0", *spec.Replicas)))
 	}
 	allErrs = append(allErrs, ValidateOptionalTime(spec.ShutdownTime, fldPath.Child("shutdownTime"))...)
+	allErrs = append(allErrs, ValidateIdleTimeout(spec.IdleTimeout, fldPath.Child("idleTimeout"))...)
 	if p := spec.ShutdownPolicy; p != nil && !slices.Contains(supportedShutdownPolicies, *p) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("shutdownPolicy"), *p, supportedShutdownPolicies))
 	}

@@ -131,6 +131,13 @@ func TestValidateSandbox(t *testing.T) {
 		{name: "shutdownTime the zero time", mutate: func(s *agents.Sandbox) { s.Spec.ShutdownTime = &metav1.Time{} },
 			want: []want{invalid("spec.shutdownTime")}},
 
+		// idleTimeout: unset or at least the minimum
+		{name: "idleTimeout of the minimum", mutate: func(s *agents.Sandbox) { s.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Second} }},
+		{name: "idleTimeout below the minimum", mutate: func(s *agents.Sandbox) { s.Spec.IdleTimeout = &metav1.Duration{Duration: 9 * time.Second} },
+			want: []want{invalid("spec.idleTimeout")}},
+		{name: "idleTimeout negative", mutate: func(s *agents.Sandbox) { s.Spec.IdleTimeout = &metav1.Duration{Duration: -time.Minute} },
+			want: []want{invalid("spec.idleTimeout")}},
+
 		// pod template metadata
 		{name: "pod label key invalid", mutate: func(s *agents.Sandbox) { s.Spec.PodTemplate.ObjectMeta.Labels["bad key"] = "x" },
 			want: []want{invalid("spec.podTemplate.metadata.labels")}},
@@ -475,6 +482,9 @@ func TestValidateSandboxStatusUpdate(t *testing.T) {
 			want: []want{invalid("status.selector")}},
 		{name: "pod IP invalid", mutate: func(s *agents.Sandbox) { s.Status.PodIPs = []string{"10.0.0.1", "not-an-ip"} },
 			want: []want{invalid("status.podIPs[1]")}},
+		{name: "lastActivityTime", mutate: func(s *agents.Sandbox) { s.Status.LastActivityTime = &metav1.Time{Time: time.Now()} }},
+		{name: "lastActivityTime the zero time", mutate: func(s *agents.Sandbox) { s.Status.LastActivityTime = &metav1.Time{} },
+			want: []want{invalid("status.lastActivityTime")}},
 		{name: "spec is not looked at", mutate: func(s *agents.Sandbox) { s.Spec.Replicas = ptr.To[int32](9) }},
 	}
 	for _, tc := range cases {

@@ -163,6 +163,12 @@ type Lifecycle struct {
 	// +optional
 	// +default="Retain"
 	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+
+	// idleTimeout is the spec.idleTimeout of the claim's sandbox, in place of the template's: the
+	// sandbox is suspended after this long without a request through the proxy and resumed by the
+	// next one. Also applies to a warm sandbox the claim adopts. At least 10s.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // SandboxClaimSpec is the desired state of a SandboxClaim.
@@ -350,6 +356,13 @@ type SandboxTemplateSpec struct {
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	// +optional
 	Service *bool `json:"service,omitempty"`
+
+	// idleTimeout is copied to the spec.idleTimeout of every sandbox made from this template (a
+	// claim's lifecycle.idleTimeout replaces it for the claim's sandbox): the sandbox is suspended
+	// after this long without a request through the proxy and resumed by the next one. Warm-pool
+	// members are never suspended for idleness until a claim adopts them. At least 10s.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // +genclient

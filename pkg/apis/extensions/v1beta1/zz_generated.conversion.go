@@ -306,6 +306,7 @@ func autoConvert_v1beta1_Lifecycle_To_extensions_Lifecycle(in *Lifecycle, out *e
 	out.ShutdownTime = (*v1.Time)(unsafe.Pointer(in.ShutdownTime))
 	out.TTLSecondsAfterFinished = (*int32)(unsafe.Pointer(in.TTLSecondsAfterFinished))
 	out.ShutdownPolicy = (*extensions.ShutdownPolicy)(unsafe.Pointer(in.ShutdownPolicy))
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	return nil
 }
 
@@ -318,6 +319,7 @@ func autoConvert_extensions_Lifecycle_To_v1beta1_Lifecycle(in *extensions.Lifecy
 	out.ShutdownTime = (*v1.Time)(unsafe.Pointer(in.ShutdownTime))
 	out.TTLSecondsAfterFinished = (*int32)(unsafe.Pointer(in.TTLSecondsAfterFinished))
 	out.ShutdownPolicy = (*ShutdownPolicy)(unsafe.Pointer(in.ShutdownPolicy))
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	return nil
 }
 
@@ -648,6 +650,7 @@ func autoConvert_v1beta1_SandboxTemplateSpec_To_extensions_SandboxTemplateSpec(i
 	out.EnvVarsInjectionContainers = *(*[]string)(unsafe.Pointer(&in.EnvVarsInjectionContainers))
 	out.AllowedClaimPodMetadata = (*extensions.ClaimPodMetadataKeys)(unsafe.Pointer(in.AllowedClaimPodMetadata))
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	return nil
 }
 
@@ -668,6 +671,7 @@ func autoConvert_extensions_SandboxTemplateSpec_To_v1beta1_SandboxTemplateSpec(i
 	out.EnvVarsInjectionContainers = *(*[]string)(unsafe.Pointer(&in.EnvVarsInjectionContainers))
 	out.AllowedClaimPodMetadata = (*ClaimPodMetadataKeys)(unsafe.Pointer(in.AllowedClaimPodMetadata))
 	out.Service = (*bool)(unsafe.Pointer(in.Service))
+	out.IdleTimeout = (*v1.Duration)(unsafe.Pointer(in.IdleTimeout))
 	return nil
 }
 

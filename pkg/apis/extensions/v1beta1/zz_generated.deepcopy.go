@@ -10,8 +10,8 @@ package v1beta1
 
 import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	v1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -74,6 +74,11 @@ func (in *Lifecycle) DeepCopyInto(out *Lifecycle) {
 		*out = new(ShutdownPolicy)
 		**out = **in
 	}
+	if in.IdleTimeout != nil {
+		in, out := &in.IdleTimeout, &out.IdleTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 
@@ -92,14 +97,14 @@ func (in *NetworkPolicySpec) DeepCopyInto(out *NetworkPolicySpec) {
 	*out = *in
 	if in.Ingress != nil {
 		in, out := &in.Ingress, &out.Ingress
-		*out = make([]v1.NetworkPolicyIngressRule, len(*in))
+		*out = make([]networkingv1.NetworkPolicyIngressRule, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
 	if in.Egress != nil {
 		in, out := &in.Egress, &out.Egress
-		*out = make([]v1.NetworkPolicyEgressRule, len(*in))
+		*out = make([]networkingv1.NetworkPolicyEgressRule, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -253,7 +258,7 @@ func (in *SandboxClaimStatus) DeepCopyInto(out *SandboxClaimStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -398,6 +403,11 @@ func (in *SandboxTemplateSpec) DeepCopyInto(out *SandboxTemplateSpec) {
 	if in.Service != nil {
 		in, out := &in.Service, &out.Service
 		*out = new(bool)
+		**out = **in
+	}
+	if in.IdleTimeout != nil {
+		in, out := &in.IdleTimeout, &out.IdleTimeout
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	return

@@ -155,6 +155,7 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, claimName strin
 	if lc := spec.Lifecycle; lc != nil {
 		lcPath := fldPath.Child("lifecycle")
 		allErrs = append(allErrs, agentsvalidation.ValidateOptionalTime(lc.ShutdownTime, lcPath.Child("shutdownTime"))...)
+		allErrs = append(allErrs, agentsvalidation.ValidateIdleTimeout(lc.IdleTimeout, lcPath.Child("idleTimeout"))...)
 		if lc.TTLSecondsAfterFinished != nil {
 			allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(*lc.TTLSecondsAfterFinished), lcPath.Child("ttlSecondsAfterFinished"))...)
 		}

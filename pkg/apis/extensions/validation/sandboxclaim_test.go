@@ -142,6 +142,12 @@ func TestValidateSandboxClaim(t *testing.T) {
 		{name: "ttl 0", mutate: func(c *extensions.SandboxClaim) { c.Spec.Lifecycle.TTLSecondsAfterFinished = ptr.To[int32](0) }},
 		{name: "ttl negative", mutate: func(c *extensions.SandboxClaim) { c.Spec.Lifecycle.TTLSecondsAfterFinished = ptr.To[int32](-1) },
 			want: []want{invalid("spec.lifecycle.ttlSecondsAfterFinished")}},
+		{name: "idleTimeout of a minute", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.Lifecycle.IdleTimeout = &metav1.Duration{Duration: time.Minute}
+		}},
+		{name: "idleTimeout of a second", mutate: func(c *extensions.SandboxClaim) {
+			c.Spec.Lifecycle.IdleTimeout = &metav1.Duration{Duration: time.Second}
+		}, want: []want{invalid("spec.lifecycle.idleTimeout")}},
 		{name: "shutdownPolicy Delete", mutate: func(c *extensions.SandboxClaim) {
 			c.Spec.Lifecycle.ShutdownPolicy = ptr.To(extensions.ShutdownPolicyDelete)
 		}},

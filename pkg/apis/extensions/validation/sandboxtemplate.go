@@ -55,6 +55,7 @@ func ValidateSandboxTemplateUpdate(newT, oldT *extensions.SandboxTemplate) field
 func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := agentsvalidation.ValidatePodTemplate(&spec.PodTemplate, spec.VolumeClaimTemplates, fldPath.Child("podTemplate"))
 	allErrs = append(allErrs, agentsvalidation.ValidateVolumeClaimTemplates(spec.VolumeClaimTemplates, fldPath.Child("volumeClaimTemplates"))...)
+	allErrs = append(allErrs, agentsvalidation.ValidateIdleTimeout(spec.IdleTimeout, fldPath.Child("idleTimeout"))...)
 
 	if !slices.Contains(supportedNetworkPolicyManagement, spec.NetworkPolicyManagement) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("networkPolicyManagement"), spec.NetworkPolicyManagement, supportedNetworkPolicyManagement))

@@ -6,6 +6,7 @@ package validation
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -67,6 +68,9 @@ func TestValidateSandboxTemplate(t *testing.T) {
 		want   []want
 	}{
 		{name: "valid", mutate: func(t *extensions.SandboxTemplate) {}},
+		{name: "idleTimeout of 10s", mutate: func(t *extensions.SandboxTemplate) { t.Spec.IdleTimeout = &metav1.Duration{Duration: 10 * time.Second} }},
+		{name: "idleTimeout of 0", mutate: func(t *extensions.SandboxTemplate) { t.Spec.IdleTimeout = &metav1.Duration{} },
+			want: []want{invalid("spec.idleTimeout")}},
 		{name: "no network policy (secure default)", mutate: func(t *extensions.SandboxTemplate) { t.Spec.NetworkPolicy = nil }},
 
 		// metadata: the NetworkPolicy is <name>-network-policy

@@ -23,6 +23,12 @@ type SandboxSpecApplyConfiguration struct {
 	VolumeClaimTemplates []PersistentVolumeClaimTemplateApplyConfiguration `json:"volumeClaimTemplates,omitempty"`
 	// Lifecycle holds shutdownTime and shutdownPolicy, inlined into spec.
 	LifecycleApplyConfiguration `json:",inline"`
+	// idleTimeout suspends the Sandbox (replicas 0, PersistentVolumeClaims kept, as a user's
+	// suspend) once it has had no request or open connection through the sandboxes/proxy or
+	// sandboxclaims/proxy subresource for this long (a duration such as "15m"), counted from
+	// status.lastActivityTime or from when it last became Ready, whichever is later. The next
+	// request through the proxy resumes it. At least 10s. Unset: never suspended for idleness.
+	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
 	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept
 	// in step with operatingMode (1: Running, 0: Suspended): set either one, and a write that changes
@@ -79,6 +85,14 @@ func (b *SandboxSpecApplyConfiguration) WithShutdownTime(value v1.Time) *Sandbox
 // If called multiple times, the ShutdownPolicy field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithShutdownPolicy(value agentsv1alpha1.ShutdownPolicy) *SandboxSpecApplyConfiguration {
 	b.LifecycleApplyConfiguration.ShutdownPolicy = &value
+	return b
+}
+
+// WithIdleTimeout sets the IdleTimeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleTimeout field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithIdleTimeout(value v1.Duration) *SandboxSpecApplyConfiguration {
+	b.IdleTimeout = &value
 	return b
 }
 

@@ -6,6 +6,7 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -32,6 +33,10 @@ type SandboxStatusApplyConfiguration struct {
 	// nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no
 	// Pod.
 	NodeName *string `json:"nodeName,omitempty"`
+	// lastActivityTime is when a request or connection through the proxy subresources was last
+	// seen. The server replicas write it at most every few seconds while there is traffic, not once
+	// per request; spec.idleTimeout counts from it.
+	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -100,5 +105,13 @@ func (b *SandboxStatusApplyConfiguration) WithPodIPs(values ...string) *SandboxS
 // If called multiple times, the NodeName field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithNodeName(value string) *SandboxStatusApplyConfiguration {
 	b.NodeName = &value
+	return b
+}
+
+// WithLastActivityTime sets the LastActivityTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastActivityTime field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithLastActivityTime(value metav1.Time) *SandboxStatusApplyConfiguration {
+	b.LastActivityTime = &value
 	return b
 }

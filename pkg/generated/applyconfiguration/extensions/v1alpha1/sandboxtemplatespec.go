@@ -8,6 +8,7 @@ package v1alpha1
 import (
 	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/applyconfiguration/agents/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // SandboxTemplateSpecApplyConfiguration represents a declarative configuration of the SandboxTemplateSpec type for use
@@ -50,6 +51,11 @@ type SandboxTemplateSpecApplyConfiguration struct {
 	AllowedClaimPodMetadata *ClaimPodMetadataKeysApplyConfiguration `json:"allowedClaimPodMetadata,omitempty"`
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	Service *bool `json:"service,omitempty"`
+	// idleTimeout is copied to the spec.idleTimeout of every sandbox made from this template (a
+	// claim's lifecycle.idleTimeout replaces it for the claim's sandbox): the sandbox is suspended
+	// after this long without a request through the proxy and resumed by the next one. Warm-pool
+	// members are never suspended for idleness until a claim adopts them. At least 10s.
+	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // SandboxTemplateSpecApplyConfiguration constructs a declarative configuration of the SandboxTemplateSpec type for use with
@@ -134,5 +140,13 @@ func (b *SandboxTemplateSpecApplyConfiguration) WithAllowedClaimPodMetadata(valu
 // If called multiple times, the Service field is set to the value of the last call.
 func (b *SandboxTemplateSpecApplyConfiguration) WithService(value bool) *SandboxTemplateSpecApplyConfiguration {
 	b.Service = &value
+	return b
+}
+
+// WithIdleTimeout sets the IdleTimeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleTimeout field is set to the value of the last call.
+func (b *SandboxTemplateSpecApplyConfiguration) WithIdleTimeout(value v1.Duration) *SandboxTemplateSpecApplyConfiguration {
+	b.IdleTimeout = &value
 	return b
 }

@@ -24,6 +24,10 @@ type LifecycleApplyConfiguration struct {
 	// sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone,
 	// and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.
 	ShutdownPolicy *extensionsv1beta1.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	// idleTimeout is the spec.idleTimeout of the claim's sandbox, in place of the template's: the
+	// sandbox is suspended after this long without a request through the proxy and resumed by the
+	// next one. Also applies to a warm sandbox the claim adopts. At least 10s.
+	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // LifecycleApplyConfiguration constructs a declarative configuration of the Lifecycle type for use with
@@ -53,5 +57,13 @@ func (b *LifecycleApplyConfiguration) WithTTLSecondsAfterFinished(value int32) *
 // If called multiple times, the ShutdownPolicy field is set to the value of the last call.
 func (b *LifecycleApplyConfiguration) WithShutdownPolicy(value extensionsv1beta1.ShutdownPolicy) *LifecycleApplyConfiguration {
 	b.ShutdownPolicy = &value
+	return b
+}
+
+// WithIdleTimeout sets the IdleTimeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleTimeout field is set to the value of the last call.
+func (b *LifecycleApplyConfiguration) WithIdleTimeout(value v1.Duration) *LifecycleApplyConfiguration {
+	b.IdleTimeout = &value
 	return b
 }

@@ -1,0 +1,46 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sandboxwake
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the server flags of waking and activity.
+type Options struct {
+	// WakeTimeout bounds how long a proxied request waits for a suspended or starting sandbox.
+	WakeTimeout time.Duration
+	// ActivityInterval is how often, at most, a replica writes a sandbox's
+	// status.lastActivityTime while it proxies traffic to it.
+	ActivityInterval time.Duration
+}
+
+// NewOptions returns the defaults: a 30 s wake timeout (a cold pod with its image cached starts
+// well within it) and activity written every 5 s, which keeps the 10 s minimum idle timeout safe.
+func NewOptions() *Options {
+	return &Options{WakeTimeout: 30 * time.Second, ActivityInterval: 5 * time.Second}
+}
+
+// AddFlags adds the flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.WakeTimeout, "proxy-wake-timeout", o.WakeTimeout,
+		"How long a request through sandboxes/proxy or sandboxclaims/proxy waits for a suspended or starting sandbox to be Ready; past it the request gets a 503 with Retry-After.")
+	fs.DurationVar(&o.ActivityInterval, "proxy-activity-interval", o.ActivityInterval,
+		"How often, at most, each server replica writes a sandbox's status.lastActivityTime while it proxies requests or holds connections to it. Must be at most half the shortest idle timeout (10s).")
+}
+
+// Validate reports every invalid option.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.WakeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--proxy-wake-timeout must be positive, got %s", o.WakeTimeout))
+	}
+	if o.ActivityInterval <= 0 || o.ActivityInterval > 5*time.Second {
+		errs = append(errs, fmt.Errorf("--proxy-activity-interval must be positive and at most 5s (half the 10s minimum idle timeout), got %s", o.ActivityInterval))
+	}
+	return errs
+}
