@@ -15,6 +15,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
@@ -54,6 +55,9 @@ type Options struct {
 	// Probes are the seed controller's plain metrics and health listeners.
 	Probes *ProbeOptions
 
+	// Memory is the Go runtime's memory limit.
+	Memory *MemoryOptions
+
 	// PrintVersion prints the version and exits.
 	PrintVersion bool
 }
@@ -69,6 +73,7 @@ func NewOptions() *Options {
 		EtcdOutage:         NewEtcdOutageOptions(),
 		Controllers:        manager.NewOptions(),
 		Probes:             NewProbeOptions(),
+		Memory:             NewMemoryOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
 	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
@@ -93,6 +98,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.EtcdOutage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
 	o.Probes.AddFlags(fs)
+	o.Memory.AddFlags(fs)
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 }
 
@@ -101,6 +107,7 @@ func (o *Options) Validate() error {
 	errs := append(o.RecommendedOptions.Validate(), o.ServerRun.Validate()...)
 	errs = append(errs, o.EtcdOutage.Validate()...)
 	errs = append(errs, o.Probes.Validate()...)
+	errs = append(errs, o.Memory.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -170,6 +177,9 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (o *Options) Run(ctx context.Context) error {
+	if err := o.Memory.Apply(klog.FromContext(ctx)); err != nil {
+		return err
+	}
 	server, cleanup, err := o.Prepare()
 	if err != nil {
 		return err
