@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -54,7 +55,8 @@ func BenchmarkMemory(b *testing.B) {
 	}
 	c.makePool(ctx, b, ns, 0)
 
-	// Clients take indexes from one channel; the first error stops the run.
+	// Clients take indexes from one channel; a create is retried a few times (under this load the
+	// server may answer 503 for a moment while its etcd is slow), then its error stops the run.
 	run := func(n int, do func(i int) error) {
 		next := make(chan int)
 		errs := make(chan error, clients)
@@ -62,7 +64,9 @@ func BenchmarkMemory(b *testing.B) {
 		for range clients {
 			wg.Go(func() {
 				for i := range next {
-					if err := do(i); err != nil {
+					err := retry.OnError(wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 6},
+						func(err error) bool { return !apierrors.IsAlreadyExists(err) }, func() error { return do(i) })
+					if err != nil {
 						errs <- err
 						return
 					}
