@@ -103,6 +103,10 @@ type claimLife struct {
 	created map[string]time.Time
 	ready   map[string]time.Time
 	deleted map[string]time.Time
+	// deleting holds the claims whose delete is scheduled; once closing, the end of the run
+	// deletes the rest and Ready no longer schedules any.
+	deleting map[string]bool
+	closing  bool
 }
 
 func (l *claimLife) mark(m map[string]time.Time, name string, t time.Time) bool {
@@ -164,7 +168,7 @@ func BenchmarkChurn(b *testing.B) {
 		}
 	})
 
-	life := &claimLife{created: map[string]time.Time{}, ready: map[string]time.Time{}, deleted: map[string]time.Time{}}
+	life := &claimLife{created: map[string]time.Time{}, ready: map[string]time.Time{}, deleted: map[string]time.Time{}, deleting: map[string]bool{}}
 	claims := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns)
 	var deletes sync.WaitGroup
 	var lastDeleteMu sync.Mutex
@@ -185,6 +189,12 @@ func BenchmarkChurn(b *testing.B) {
 			return
 		}
 		if life.mark(life.ready, claim.Name, time.Now()) {
+			life.mu.Lock()
+			defer life.mu.Unlock()
+			if life.deleting[claim.Name] || life.closing {
+				return
+			}
+			life.deleting[claim.Name] = true
 			deletes.Add(1)
 			time.AfterFunc(hold, func() { deleteClaim(claim.Name) })
 		}
@@ -252,8 +262,18 @@ func BenchmarkChurn(b *testing.B) {
 		created, ready, _ := life.counts()
 		return ready >= created-res.CreateErrors, nil
 	})
-	// The deletes of the Ready claims are issued a hold time after each; then the namespace must
-	// hold only the pool's members again.
+	// The deletes of the Ready claims are issued a hold time after each; the claims still not
+	// Ready are deleted now. Then the namespace must hold only the pool's members again.
+	life.mu.Lock()
+	life.closing = true
+	for name := range life.created {
+		if !life.deleting[name] {
+			life.deleting[name] = true
+			deletes.Add(1)
+			go deleteClaim(name)
+		}
+	}
+	life.mu.Unlock()
 	deletes.Wait()
 	lastDeleteMu.Lock()
 	cleanupFrom := lastDelete
