@@ -15,6 +15,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
@@ -59,6 +60,8 @@ type Options struct {
 
 	// ProxyAllowHostNetworkPods lets sandboxes/proxy reach Sandbox pods in the host network.
 	ProxyAllowHostNetworkPods bool
+	// Memory is the Go runtime's memory limit.
+	Memory *MemoryOptions
 
 	// PrintVersion prints the version and exits.
 	PrintVersion bool
@@ -76,6 +79,7 @@ func NewOptions() *Options {
 		Controllers:        manager.NewOptions(),
 		Wake:               sandboxwake.NewOptions(),
 		Probes:             NewProbeOptions(),
+		Memory:             NewMemoryOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
 	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
@@ -103,6 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Probes.AddFlags(fs)
 	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
 		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
+	o.Memory.AddFlags(fs)
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 }
 
@@ -112,6 +117,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.EtcdOutage.Validate()...)
 	errs = append(errs, o.Probes.Validate()...)
 	errs = append(errs, o.Wake.Validate()...)
+	errs = append(errs, o.Memory.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -182,6 +188,9 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (o *Options) Run(ctx context.Context) error {
+	if err := o.Memory.Apply(klog.FromContext(ctx)); err != nil {
+		return err
+	}
 	server, cleanup, err := o.Prepare()
 	if err != nil {
 		return err

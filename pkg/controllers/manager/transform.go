@@ -1,0 +1,31 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package manager
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+)
+
+// dropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
+// and they are often the largest part of an object's metadata. Updates sent from a cached object
+// then carry no managedFields, which the API server takes as "unchanged".
+//
+// Warm pool members keep theirs: binding a claim at create time stores the adopted member, as
+// the cache holds it, through the field manager in the same etcd transaction as the claim, and
+// the field manager builds the new managedFields from the cached ones. Members are few (the pools'
+// sizes), so what they cost is small.
+var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok || m.GetManagedFields() == nil {
+		return obj, nil
+	}
+	if _, member := m.GetLabels()[extensionsv1beta1.WarmPoolSandboxLabel]; member {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	return obj, nil
+}

@@ -1,0 +1,153 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ourServer reads the memory of the local plane's sandbox-apiserver process: its RSS from /proc,
+// its Go heap from its /metrics, a heap profile from its /debug/pprof (on by default, --profiling).
+type ourServer struct {
+	root string
+	base string
+	http *http.Client
+}
+
+func newOurServer(b *testing.B, root string) *ourServer {
+	b.Helper()
+	cert, err := tls.LoadX509KeyPair(filepath.Join(root, "_output/local/certs/admin.crt"), filepath.Join(root, "_output/local/certs/admin.key"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := os.Getenv("SANDBOX_APISERVER_PORT")
+	if port == "" {
+		port = "8443"
+	}
+	return &ourServer{root: root, base: "https://127.0.0.1:" + port, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, //nolint:gosec // loopback scrape
+	}}}
+}
+
+// rssMiB is the server process's resident set, from the PID file hack/local-up.sh keeps.
+func (s *ourServer) rssMiB() (float64, error) {
+	raw, err := os.ReadFile(filepath.Join(s.root, "_output/local/pids/sandbox-apiserver.pid"))
+	if err != nil {
+		return 0, err
+	}
+	pid := strings.TrimSpace(string(raw))
+	kib := procField("/proc/"+pid+"/status", "VmRSS")
+	if kib == 0 {
+		return 0, fmt.Errorf("no VmRSS for sandbox-apiserver (PID %s)", pid)
+	}
+	return float64(kib) / 1024, nil
+}
+
+func (s *ourServer) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return body, err
+}
+
+// goMemory is the Go runtime's view of the server's memory, in MiB.
+type goMemory struct {
+	HeapInuseMiB float64 `json:"heapInuseMiB"`
+	// HeapReleasedMiB is heap returned to the OS (not in RSS); HeapIdle minus it is what RSS
+	// still holds for the heap beyond what is in use.
+	HeapIdleMiB     float64 `json:"heapIdleMiB"`
+	HeapReleasedMiB float64 `json:"heapReleasedMiB"`
+	Goroutines      float64 `json:"goroutines"`
+}
+
+// goMemory reads go_memstats_* from the server's /metrics.
+func (s *ourServer) goMemory(ctx context.Context) (goMemory, error) {
+	raw, err := s.get(ctx, "/metrics")
+	if err != nil {
+		return goMemory{}, err
+	}
+	var m goMemory
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			m.HeapInuseMiB = v / (1 << 20)
+		case "go_memstats_heap_idle_bytes":
+			m.HeapIdleMiB = v / (1 << 20)
+		case "go_memstats_heap_released_bytes":
+			m.HeapReleasedMiB = v / (1 << 20)
+		case "go_goroutines":
+			m.Goroutines = v
+		}
+	}
+	return m, nil
+}
+
+// heapTop saves a heap profile of the server (after a GC) beside out and writes the top of
+// `go tool pprof -top` by in-use space to out.
+func (s *ourServer) heapTop(ctx context.Context, out string, lines int) error {
+	profile, err := s.get(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	pprofFile := strings.TrimSuffix(out, filepath.Ext(out)) + ".pprof"
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pprofFile, profile, 0o644); err != nil {
+		return err
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount="+strconv.Itoa(lines), pprofFile).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %v: %s", err, top)
+	}
+	return os.WriteFile(out, top, 0o644)
+}
+
+// memorySample is the server's memory at one moment of a run.
+type memorySample struct {
+	AtS    float64 `json:"atSeconds"`
+	RSSMiB float64 `json:"rssMiB"`
+	goMemory
+}
+
+func (s *ourServer) sample(ctx context.Context, start time.Time) (memorySample, error) {
+	rss, err := s.rssMiB()
+	if err != nil {
+		return memorySample{}, err
+	}
+	gm, err := s.goMemory(ctx)
+	if err != nil {
+		return memorySample{}, err
+	}
+	return memorySample{AtS: time.Since(start).Round(100 * time.Millisecond).Seconds(), RSSMiB: rss, goMemory: gm}, nil
+}
