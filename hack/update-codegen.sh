@@ -88,4 +88,5 @@ kube::codegen::gen_client \
   --output-pkg "${MODULE}/pkg/generated" \
   --with-watch \
   --with-applyconfig \
+  --prefers-protobuf \
   "${ROOT}/pkg/apis"

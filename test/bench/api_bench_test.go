@@ -93,17 +93,17 @@ func BenchmarkAPI(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 
-	size, err := json.Marshal(benchSandbox(0))
+	size, err := json.Marshal(benchSandbox(namespace, 0))
 	if err != nil {
 		b.Fatal(err)
 	}
 
 	b.ResetTimer()
-	latencies, createWall, err := createAll(ctx, client)
+	latencies, createWall, err := createAll(ctx, client, namespace, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	listWall, pages, items, err := listAll(ctx, client)
+	listWall, pages, items, err := listAll(ctx, client, namespace)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,9 +147,10 @@ func BenchmarkAPI(b *testing.B) {
 	fmt.Printf("wrote %s\n", out)
 }
 
-// createAll creates the Sandboxes from clients goroutines and returns each create's latency and
-// the wall time of the whole phase. Any failed create is an error.
-func createAll(ctx context.Context, client versioned.Interface) ([]time.Duration, time.Duration, error) {
+// createAll creates the Sandboxes in ns from clients goroutines and returns each create's latency
+// and the wall time of the whole phase. change, when not nil, changes every Sandbox before its
+// create. Any failed create is an error.
+func createAll(ctx context.Context, client versioned.Interface, ns string, change func(*agentsv1beta1.Sandbox)) ([]time.Duration, time.Duration, error) {
 	latencies := make([]time.Duration, objects)
 	work := make(chan int)
 	var (
@@ -158,7 +159,7 @@ func createAll(ctx context.Context, client versioned.Interface) ([]time.Duration
 		errs     []error
 		failures int
 	)
-	sandboxes := client.AgentsV1beta1().Sandboxes(namespace)
+	sandboxes := client.AgentsV1beta1().Sandboxes(ns)
 	start := time.Now()
 	for range clients {
 		wg.Add(1)
@@ -166,7 +167,11 @@ func createAll(ctx context.Context, client versioned.Interface) ([]time.Duration
 			defer wg.Done()
 			for i := range work {
 				t0 := time.Now()
-				_, err := sandboxes.Create(ctx, benchSandbox(i), metav1.CreateOptions{})
+				sb := benchSandbox(ns, i)
+				if change != nil {
+					change(sb)
+				}
+				_, err := sandboxes.Create(ctx, sb, metav1.CreateOptions{})
 				latencies[i] = time.Since(t0)
 				if err != nil {
 					mu.Lock()
@@ -197,10 +202,10 @@ func createAll(ctx context.Context, client versioned.Interface) ([]time.Duration
 	return latencies, wall, nil
 }
 
-// listAll lists every Sandbox of the namespace in pages and returns the wall time, the number of
-// pages and of items.
-func listAll(ctx context.Context, client versioned.Interface) (time.Duration, int, int, error) {
-	sandboxes := client.AgentsV1beta1().Sandboxes(namespace)
+// listAll lists every Sandbox of ns in pages and returns the wall time, the number of pages and of
+// items.
+func listAll(ctx context.Context, client versioned.Interface, ns string) (time.Duration, int, int, error) {
+	sandboxes := client.AgentsV1beta1().Sandboxes(ns)
 	opts := metav1.ListOptions{Limit: pageSize}
 	pages, items := 0, 0
 	start := time.Now()
@@ -224,7 +229,7 @@ func listAll(ctx context.Context, client versioned.Interface) (time.Duration, in
 // benchSandbox is a Sandbox of about 2 KiB of JSON: an agent with a sidecar and an init container,
 // with environment, resources, probes, mounts and a restrictive security context, the shape of a
 // real agent workload.
-func benchSandbox(i int) *agentsv1beta1.Sandbox {
+func benchSandbox(ns string, i int) *agentsv1beta1.Sandbox {
 	security := &corev1.SecurityContext{
 		RunAsNonRoot:             ptr.To(true),
 		RunAsUser:                ptr.To[int64](1000),
@@ -241,7 +246,7 @@ func benchSandbox(i int) *agentsv1beta1.Sandbox {
 	return &agentsv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        fmt.Sprintf("bench-%05d", i),
-			Namespace:   namespace,
+			Namespace:   ns,
 			Labels:      map[string]string{"app.kubernetes.io/name": "agent", "team": "benchmark"},
 			Annotations: map[string]string{"example.com/owner": "bench"},
 		},
