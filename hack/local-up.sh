@@ -31,7 +31,6 @@
 #   SANDBOX_APISERVER_PORT [8443]
 #   SANDBOX_APISERVER_BIN [_output/bin/sandbox-apiserver]
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
-#   KUBE_APISERVER_PROFILING [false]  true serves kube-apiserver's /debug/pprof, to profile it
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
 #                             runs, for a server started by hand)
 #   KWOK_NODES [3]            number of fake Nodes
@@ -65,7 +64,6 @@ SANDBOX_ETCD_PEER_PORT="${SANDBOX_ETCD_PEER_PORT:-2382}"
 SANDBOX_APISERVER_PORT="${SANDBOX_APISERVER_PORT:-8443}"
 SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apiserver}"
 SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
-KUBE_APISERVER_PROFILING="${KUBE_APISERVER_PROFILING:-false}"
 SKIP_SANDBOX_APISERVER="${SKIP_SANDBOX_APISERVER:-}"
 KWOK_NODES="${KWOK_NODES:-3}"
 START_TIMEOUT="${START_TIMEOUT:-90}"
@@ -446,7 +444,7 @@ start_kube_apiserver() {
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --enable-aggregator-routing=false \
     --endpoint-reconciler-type=none \
-    --profiling="${KUBE_APISERVER_PROFILING}" \
+    --profiling=false \
     --v=1
   wait_ready kube-apiserver probe_kube_apiserver
 }
