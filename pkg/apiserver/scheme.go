@@ -4,6 +4,8 @@
 package apiserver
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,21 +51,16 @@ func init() {
 	)
 }
 
-// NegotiatedSerializer is what the server speaks: JSON and YAML. The types have no protobuf
-// encoding, so protobuf is not offered, and a client that prefers it but also accepts JSON (as
-// kube-controller-manager's namespace and garbage collectors do) gets JSON instead of a 406.
-var NegotiatedSerializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
+// NegotiatedSerializer is what the server speaks: JSON, YAML and protobuf. kubectl asks for JSON
+// (or a JSON Table); clients built with protobuf ask for it and accept JSON too.
+var NegotiatedSerializer runtime.NegotiatedSerializer = Codecs
 
-type withoutProtobuf struct {
-	serializer.CodecFactory
-}
-
-func (s withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
-	var out []runtime.SerializerInfo
-	for _, info := range s.CodecFactory.SupportedMediaTypes() {
-		if info.MediaType != runtime.ContentTypeProtobuf {
-			out = append(out, info)
-		}
+// StorageCodec writes objects to etcd in mediaType (JSON or protobuf), in StorageVersions, and
+// reads whatever encoding an object was stored in: switching the media type needs no migration.
+func StorageCodec(mediaType string) (runtime.Codec, error) {
+	info, ok := runtime.SerializerInfoForMediaType(Codecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		return nil, fmt.Errorf("no serializer for storage media type %q", mediaType)
 	}
-	return out
+	return Codecs.CodecForVersions(info.Serializer, Codecs.UniversalDeserializer(), StorageVersions, runtime.InternalGroupVersioner), nil
 }

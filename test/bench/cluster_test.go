@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
@@ -29,7 +30,9 @@ import (
 
 // cluster is the local control plane of hack/local-up.sh, which `make bench` starts.
 type cluster struct {
-	root    string
+	root string
+	// config reaches kube-apiserver as the plane's admin.
+	config  *rest.Config
 	kube    kubernetes.Interface
 	sandbox versioned.Interface
 	// ourGet reads a path of sandbox-apiserver directly, as the cluster's admin: the aggregator
@@ -50,7 +53,7 @@ func connect(b *testing.B) *cluster {
 	}
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cfg.Timeout = 30 * time.Second
-	c := &cluster{root: root, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
+	c := &cluster{root: root, config: cfg, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
 	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
 		b.Skipf("local control plane does not answer: %v", err)
 	}

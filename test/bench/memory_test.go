@@ -94,8 +94,7 @@ func BenchmarkMemory(b *testing.B) {
 	}
 	sandboxes := c.sandbox.AgentsV1beta1().Sandboxes(ns)
 	run(suspended, func(i int) error {
-		sb := benchSandbox(i)
-		sb.Namespace = ns
+		sb := benchSandbox(ns, i)
 		sb.Spec.Replicas = ptr.To(int32(0))
 		sb.Spec.Service = nil
 		_, err := sandboxes.Create(ctx, sb, metav1.CreateOptions{})

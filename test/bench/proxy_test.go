@@ -209,14 +209,3 @@ func measureProxyPath(ctx context.Context, b *testing.B, client *http.Client, ur
 	out.RequestsPerSecond = float64(proxyConcurrent) / time.Since(start).Seconds()
 	return out
 }
-
-// loadAverage is the machine's 1, 5 and 15 minute load average, as /proc/loadavg says.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	var one, five, fifteen string
-	_, _ = fmt.Sscan(string(data), &one, &five, &fifteen)
-	return one + " " + five + " " + fifteen
-}

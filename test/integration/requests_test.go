@@ -4,6 +4,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 )
@@ -167,7 +170,7 @@ func TestRequestBodies(t *testing.T) {
 }
 
 // TestContentTypes checks the media types of request and response bodies: JSON and YAML both
-// ways, protobuf only where the types support it.
+// ways, and protobuf to the clients that prefer it.
 func TestContentTypes(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -212,18 +215,39 @@ func TestContentTypes(t *testing.T) {
 		}
 	})
 
-	// The kinds have no protobuf encoding: a client that prefers protobuf but accepts JSON (as
-	// Kubernetes components are configured) must get JSON.
+	// Protobuf is served for our kinds, to clients that ask for it first; JSON stays the answer to
+	// those that do not (kubectl).
+	decodes := func(t *testing.T, raw []byte, wantKind string) {
+		t.Helper()
+		obj, gvk, err := apiserver.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+		if err != nil || gvk.Kind != wantKind {
+			t.Errorf("decoding the protobuf answer: %v (kind %q, want %q)", err, gvk.Kind, wantKind)
+			return
+		}
+		if sb, ok := obj.(*agentsv1beta1.Sandbox); ok && sb.Name != "from-yaml" {
+			t.Errorf("protobuf Sandbox is named %q, want from-yaml", sb.Name)
+		}
+	}
 	t.Run("protobuf preferred, JSON accepted", func(t *testing.T) {
 		for _, list := range []bool{false, true} {
 			code, contentType, raw := get(t, "application/vnd.kubernetes.protobuf,application/json", list)
-			if code == http.StatusNotAcceptable {
-				t.Fatalf("GET sandboxes (list=%v) with Accept: application/vnd.kubernetes.protobuf,application/json answers 406 "+
-					"(the server picks protobuf, then cannot encode the type) instead of falling back to JSON: %.120q", list, raw)
+			if code != http.StatusOK || contentType != "application/vnd.kubernetes.protobuf" {
+				t.Fatalf("list=%v: %d %s %.100q", list, code, contentType, raw)
 			}
-			if code != http.StatusOK || contentType != "application/json" {
-				t.Errorf("list=%v: %d %s %.100q", list, code, contentType, raw)
+			if !bytes.HasPrefix(raw, []byte("k8s\x00")) {
+				t.Errorf("list=%v: the body does not start with protobuf's k8s\\0 prefix: %.20q", list, raw)
 			}
+			wantKind := "Sandbox"
+			if list {
+				wantKind = "SandboxList"
+			}
+			decodes(t, raw, wantKind)
+		}
+	})
+	t.Run("JSON by default", func(t *testing.T) {
+		code, contentType, raw := get(t, "application/json, */*", false)
+		if code != http.StatusOK || contentType != "application/json" || !bytes.HasPrefix(raw, []byte("{")) {
+			t.Errorf("GET with Accept: application/json, */*: %d %s %.100q", code, contentType, raw)
 		}
 	})
 }

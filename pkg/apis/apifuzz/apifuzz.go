@@ -51,7 +51,7 @@ type Group struct {
 	// codecs decode leniently (unknown and duplicate fields dropped), strictCodecs report them as
 	// strict decoding errors, as the server does under fieldValidation=Strict.
 	codecs, strictCodecs serializer.CodecFactory
-	json                 runtime.SerializerInfo
+	json, protobuf       runtime.SerializerInfo
 	decoders             []namedDecoder
 	// targets are every kind in every served version. A fuzz input's selector byte picks one: it
 	// is the kind a body without apiVersion and kind is decoded as (as the URL says on a
@@ -69,6 +69,7 @@ func NewGroup(name string, install func(*runtime.Scheme), kinds []Kind, versions
 	g.codecs = serializer.NewCodecFactory(g.scheme)
 	g.strictCodecs = serializer.NewCodecFactory(g.scheme, serializer.EnableStrict)
 	g.json = serializerFor(g.codecs, runtime.ContentTypeJSON)
+	g.protobuf = serializerFor(g.codecs, runtime.ContentTypeProtobuf)
 	g.decoders = []namedDecoder{
 		{"universal", g.codecs.UniversalDeserializer()},
 		{"universal strict", g.strictCodecs.UniversalDeserializer()},
@@ -76,6 +77,7 @@ func NewGroup(name string, install func(*runtime.Scheme), kinds []Kind, versions
 		{"json strict", serializerFor(g.codecs, runtime.ContentTypeJSON).StrictSerializer},
 		{"yaml", serializerFor(g.codecs, runtime.ContentTypeYAML).Serializer},
 		{"yaml strict", serializerFor(g.codecs, runtime.ContentTypeYAML).StrictSerializer},
+		{"protobuf", g.protobuf.Serializer},
 	}
 	for _, k := range kinds {
 		for _, gv := range versions {
@@ -142,7 +144,7 @@ func (g *Group) addSeeds(f *testing.F, extra ...string) {
 		if err != nil {
 			f.Fatalf("%s: %v", file, err)
 		}
-		bodies = append(bodies, data, js)
+		bodies = append(bodies, data, js, g.protobufOf(f, js))
 	}
 	if len(bodies) == 0 {
 		f.Fatal("no examples of the group in artifacts/examples")
@@ -159,10 +161,28 @@ func (g *Group) addSeeds(f *testing.F, extra ...string) {
 	}
 }
 
-// FuzzDecode runs with the examples of the group and extra as seeds. It decodes arbitrary bytes with every decoder of the server's codecs, as JSON and YAML,
-// leniently and strictly. No input may panic. An object of the group that decodes must survive a
-// round trip: defaulted, encoded as JSON in its version and decoded again (strictly, since it is
-// our own output), it is semantically equal to what was decoded.
+// protobufOf encodes a JSON example as protobuf in its own version, so that the fuzzer starts from
+// well-formed protobuf bodies too.
+func (g *Group) protobufOf(f *testing.F, js []byte) []byte {
+	f.Helper()
+	obj, gvk, err := g.codecs.UniversalDeserializer().Decode(js, nil, nil)
+	if err != nil {
+		f.Fatalf("decoding an example: %v", err)
+	}
+	encoded, err := runtime.Encode(g.codecs.EncoderForVersion(g.protobuf.Serializer, gvk.GroupVersion()), obj)
+	if err != nil {
+		f.Fatalf("encoding an example %s as protobuf: %v", gvk, err)
+	}
+	return encoded
+}
+
+// FuzzDecode runs with the examples of the group (as YAML, JSON and protobuf) and extra as seeds.
+// It decodes arbitrary bytes with every decoder of the server's codecs: JSON and YAML, leniently
+// and strictly, and protobuf. No input may panic. An object of the group that decodes must survive
+// a round trip: defaulted, encoded in its version and decoded again (strictly, since it is our own
+// output), it is semantically equal to what was decoded. What JSON or YAML gave goes through JSON
+// and through protobuf; what protobuf gave goes through protobuf (protobuf carries bytes that
+// JSON would rewrite, such as strings that are not UTF-8).
 func (g *Group) FuzzDecode(f *testing.F, extra ...string) {
 	g.addSeeds(f, extra...)
 	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
@@ -177,7 +197,10 @@ func (g *Group) FuzzDecode(f *testing.F, extra ...string) {
 			if obj == nil || actual == nil || !g.isFuzzKind(*actual) {
 				continue
 			}
-			g.checkJSONRoundTrip(t, d.name, obj, *actual)
+			if d.name != "protobuf" {
+				g.checkJSONRoundTrip(t, d.name, obj.DeepCopyObject(), *actual)
+			}
+			g.checkProtobufRoundTrip(t, d.name, obj, *actual)
 		}
 	})
 }
@@ -214,6 +237,36 @@ func (g *Group) checkJSONRoundTrip(t *testing.T, decoder string, obj runtime.Obj
 			return // never stored: validation refuses what JSON cannot carry (a zero shutdownTime)
 		}
 		t.Fatalf("%s: a valid %s changes in a JSON round trip:\n%s\nencoded: %s", decoder, gvk, describeDiff(want, got), encoded)
+	}
+}
+
+// checkProtobufRoundTrip is checkJSONRoundTrip through protobuf.
+func (g *Group) checkProtobufRoundTrip(t *testing.T, decoder string, obj runtime.Object, gvk schema.GroupVersionKind) {
+	t.Helper()
+	g.scheme.Default(obj)
+	want := obj.DeepCopyObject()
+	encoded, err := runtime.Encode(g.codecs.EncoderForVersion(g.protobuf.Serializer, gvk.GroupVersion()), obj)
+	if err != nil {
+		t.Fatalf("%s: a decoded %s does not encode as protobuf: %v\nobject: %s", decoder, gvk, err, dump.Pretty(want))
+	}
+	got, gotGVK, err := g.strictCodecs.UniversalDeserializer().Decode(encoded, nil, nil)
+	if err != nil {
+		if errs := g.validateCreate(t, want, gvk); len(errs) == 0 {
+			t.Fatalf("%s: a valid %s, defaulted and encoded as protobuf, does not decode again: %v\nencoded: %q", decoder, gvk, err, encoded)
+		}
+		return
+	}
+	if *gotGVK != gvk {
+		t.Fatalf("%s: a %s re-decodes from protobuf as %s", decoder, gvk, gotGVK)
+	}
+	g.scheme.Default(got)
+	normalizeForJSON(want)
+	normalizeForJSON(got)
+	if !apiequality.Semantic.DeepEqual(want, got) {
+		if errs := g.validateCreate(t, want, gvk); len(errs) > 0 {
+			return // never stored
+		}
+		t.Fatalf("%s: a valid %s changes in a protobuf round trip:\n%s", decoder, gvk, describeDiff(want, got))
 	}
 }
 

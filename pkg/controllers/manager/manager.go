@@ -71,6 +71,9 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	// The loopback connection to our own API is not rate limited: it is this process.
 	sandboxConfig = rest.AddUserAgent(rest.CopyConfig(sandboxConfig), userAgent)
 	sandboxConfig.QPS, sandboxConfig.Burst = -1, 0
+	// Our kinds speak protobuf too; the clientset would pick it by default, this makes it explicit.
+	sandboxConfig.ContentType = runtime.ContentTypeProtobuf
+	sandboxConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	client, err := versioned.NewForConfig(sandboxConfig)
 	if err != nil {
 		return err

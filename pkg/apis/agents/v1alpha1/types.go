@@ -41,14 +41,14 @@ type Sandbox struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is the desired state of the Sandbox.
-	Spec SandboxSpec `json:"spec"`
+	Spec SandboxSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 
 	// status is the observed state of the Sandbox, written by the controller.
 	// +optional
-	Status SandboxStatus `json:"status,omitempty"`
+	Status SandboxStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -58,21 +58,21 @@ type SandboxList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// items is the list of Sandboxes.
-	Items []Sandbox `json:"items"`
+	Items []Sandbox `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // PodMetadata is the part of object metadata that is copied onto the Pod: labels and annotations.
 type PodMetadata struct {
 	// labels are added to the Pod. Keys removed here are removed from the Pod again.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" protobuf:"bytes,1,rep,name=labels"`
 
 	// annotations are added to the Pod. Keys removed here are removed from the Pod again.
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
 }
 
 // EmbeddedObjectMetadata is the part of object metadata a volume claim template carries.
@@ -80,35 +80,35 @@ type EmbeddedObjectMetadata struct {
 	// name of the volume claim template. The PersistentVolumeClaim is named <name>-<sandbox name>,
 	// and a Pod volume of this name is added to the Pod.
 	// +optional
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 
 	// labels are added to the PersistentVolumeClaim.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]string `json:"labels,omitempty" protobuf:"bytes,2,rep,name=labels"`
 
 	// annotations are added to the PersistentVolumeClaim.
 	// +optional
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" protobuf:"bytes,3,rep,name=annotations"`
 }
 
 // PodTemplate describes the Pod of a Sandbox.
 type PodTemplate struct {
 	// spec is the full specification of the Pod. The Pod is named after the Sandbox.
-	Spec corev1.PodSpec `json:"spec"`
+	Spec corev1.PodSpec `json:"spec" protobuf:"bytes,1,opt,name=spec"`
 
 	// metadata holds the labels and annotations put on the Pod.
 	// +optional
-	ObjectMeta PodMetadata `json:"metadata,omitempty"`
+	ObjectMeta PodMetadata `json:"metadata,omitempty" protobuf:"bytes,2,opt,name=metadata"`
 }
 
 // PersistentVolumeClaimTemplate describes a PersistentVolumeClaim made for a Sandbox.
 type PersistentVolumeClaimTemplate struct {
 	// metadata of the claim; name is required.
-	EmbeddedObjectMetadata `json:"metadata"`
+	EmbeddedObjectMetadata `json:"metadata" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is the specification of the PersistentVolumeClaim. Every claim needs at least one
 	// access mode that a provisioner in the cluster supports.
-	Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+	Spec corev1.PersistentVolumeClaimSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 }
 
 // Lifecycle holds the expiry settings of a Sandbox.
@@ -117,30 +117,30 @@ type Lifecycle struct {
 	// are deleted then; its PersistentVolumeClaims stay until the Sandbox is deleted. Unset means
 	// the Sandbox never expires.
 	// +optional
-	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty" protobuf:"bytes,1,opt,name=shutdownTime"`
 
 	// shutdownPolicy says what happens to the Sandbox itself once it has expired: Delete removes it,
 	// Retain (the default) keeps it with a Ready=False condition of reason SandboxExpired. Underlying
 	// resources (Pods, Services) are always deleted on expiry.
 	// +optional
 	// +default="Retain"
-	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty" protobuf:"bytes,2,opt,name=shutdownPolicy,casttype=ShutdownPolicy"`
 }
 
 // SandboxSpec is the desired state of a Sandbox.
 type SandboxSpec struct {
 	// podTemplate describes the Pod the controller runs for this Sandbox.
-	PodTemplate PodTemplate `json:"podTemplate"`
+	PodTemplate PodTemplate `json:"podTemplate" protobuf:"bytes,1,opt,name=podTemplate"`
 
 	// volumeClaimTemplates lists the PersistentVolumeClaims made for this Sandbox. Each one is named
 	// <template name>-<sandbox name> and mounted as the Pod volume of the template's name. The list
 	// is replaced as a whole on update.
 	// +optional
 	// +listType=atomic
-	VolumeClaimTemplates []PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+	VolumeClaimTemplates []PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty" protobuf:"bytes,2,rep,name=volumeClaimTemplates"`
 
 	// Lifecycle holds shutdownTime and shutdownPolicy, inlined into spec.
-	Lifecycle `json:",inline"`
+	Lifecycle `json:",inline" protobuf:"bytes,3,opt,name=lifecycle"`
 
 	// idleTimeout suspends the Sandbox (replicas 0, PersistentVolumeClaims kept, as a user's
 	// suspend) once it has had no request or open connection through the sandboxes/proxy or
@@ -148,7 +148,7 @@ type SandboxSpec struct {
 	// status.lastActivityTime or from when it last became Ready, whichever is later. The next
 	// request through the proxy resumes it. At least 10s. Unset: never suspended for idleness.
 	// +optional
-	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,7,opt,name=idleTimeout"`
 
 	// replicas is 1 (the default) to run the Pod and 0 to suspend the Sandbox: the Pod is deleted and
 	// its PersistentVolumeClaims are kept. It is the spec path of the scale subresource. It is kept
@@ -158,20 +158,20 @@ type SandboxSpec struct {
 	// +default=1
 	// +k8s:validation:minimum=0
 	// +k8s:validation:maximum=1
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,4,opt,name=replicas"`
 
 	// operatingMode is Running (the default) or Suspended: the same choice as replicas 1 or 0, in
 	// the shape of the agent-sandbox v1.0 API. The two are kept in step: a create sets whichever is
 	// missing from the other (both given and disagreeing is refused), and an update that changes one
 	// changes the other, so kubectl scale --replicas=0 shows Suspended here.
 	// +optional
-	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
+	OperatingMode OperatingMode `json:"operatingMode,omitempty" protobuf:"bytes,5,opt,name=operatingMode,casttype=OperatingMode"`
 
 	// service controls the headless Service of this Sandbox. true creates (or adopts) one named after
 	// the Sandbox, false deletes the one the controller owns, and unset keeps an existing Service but
 	// creates none.
 	// +optional
-	Service *bool `json:"service,omitempty"`
+	Service *bool `json:"service,omitempty" protobuf:"varint,6,opt,name=service"`
 }
 
 // SandboxStatus is the observed state of a Sandbox.
@@ -179,41 +179,41 @@ type SandboxStatus struct {
 	// serviceFQDN is the fully qualified DNS name of the Sandbox's Service, valid for the cluster
 	// domain the controller was configured with (cluster.local by default).
 	// +optional
-	ServiceFQDN string `json:"serviceFQDN,omitempty"`
+	ServiceFQDN string `json:"serviceFQDN,omitempty" protobuf:"bytes,1,opt,name=serviceFQDN"`
 
 	// service is the name of the Service of this Sandbox, when it has one.
 	// +optional
-	Service string `json:"service,omitempty"`
+	Service string `json:"service,omitempty" protobuf:"bytes,2,opt,name=service"`
 
 	// conditions are Ready, Suspended and Finished, and PodScheduled mirrored from the Pod (its
 	// status, reason and message) while there is one.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,3,rep,name=conditions"`
 
 	// replicas is the number of Pods running for this Sandbox (0 or 1), the status path of the scale
 	// subresource.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas,omitempty" protobuf:"varint,4,opt,name=replicas"`
 
 	// selector is the label selector of the Sandbox's Pod in string form, for the scale subresource.
 	// +optional
-	LabelSelector string `json:"selector,omitempty"`
+	LabelSelector string `json:"selector,omitempty" protobuf:"bytes,5,opt,name=selector"`
 
 	// podIPs are the IP addresses of the Pod; more than one on dual-stack clusters.
 	// +optional
 	// +listType=atomic
-	PodIPs []string `json:"podIPs,omitempty"`
+	PodIPs []string `json:"podIPs,omitempty" protobuf:"bytes,6,rep,name=podIPs"`
 
 	// nodeName is the node the Pod is scheduled to; empty while it is not scheduled or there is no
 	// Pod.
 	// +optional
-	NodeName string `json:"nodeName,omitempty"`
+	NodeName string `json:"nodeName,omitempty" protobuf:"bytes,7,opt,name=nodeName"`
 
 	// lastActivityTime is when a request or connection through the proxy subresources was last
 	// seen. The server replicas write it at most every few seconds while there is traffic, not once
 	// per request; spec.idleTimeout counts from it.
 	// +optional
-	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty"`
+	LastActivityTime *metav1.Time `json:"lastActivityTime,omitempty" protobuf:"bytes,8,opt,name=lastActivityTime"`
 }

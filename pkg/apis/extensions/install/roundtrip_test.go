@@ -11,9 +11,9 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/fuzzer"
 )
 
-// TestRoundTripTypes fuzzes every kind of the group and round-trips it through JSON and each
-// served version (internal -> v1beta1/v1alpha1 -> JSON -> internal), with defaulting on decode.
-// Our types have no protobuf encoding; this helper covers JSON only.
+// TestRoundTripTypes fuzzes every kind of the group and round-trips it through JSON and
+// protobuf in each served version (internal -> v1beta1/v1alpha1 -> JSON or protobuf -> internal),
+// with defaulting on decode.
 func TestRoundTripTypes(t *testing.T) {
-	roundtrip.RoundTripTestForAPIGroup(t, Install, fuzzer.Funcs)
+	roundtrip.RoundTripProtobufTestForAPIGroup(t, Install, fuzzer.Funcs)
 }

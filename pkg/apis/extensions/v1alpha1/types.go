@@ -90,13 +90,13 @@ const (
 type SandboxTemplateRef struct {
 	// name of the SandboxTemplate, in the same namespace.
 	// +optional
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 }
 
 // SandboxWarmPoolRef names a SandboxWarmPool in the same namespace.
 type SandboxWarmPoolRef struct {
 	// name of the SandboxWarmPool, in the same namespace.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 }
 
 // +genclient
@@ -108,14 +108,14 @@ type SandboxClaim struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is the desired state of the claim.
-	Spec SandboxClaimSpec `json:"spec"`
+	Spec SandboxClaimSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 
 	// status is the observed state of the claim, written by the controller.
 	// +optional
-	Status SandboxClaimStatus `json:"status,omitempty"`
+	Status SandboxClaimStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -125,50 +125,50 @@ type SandboxClaimList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// items is the list of SandboxClaims.
-	Items []SandboxClaim `json:"items"`
+	Items []SandboxClaim `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // EnvVar is an environment variable a claim injects into the sandbox's containers.
 type EnvVar struct {
 	// name of the variable.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 
 	// value of the variable.
-	Value string `json:"value"`
+	Value string `json:"value" protobuf:"bytes,2,opt,name=value"`
 
 	// containerName is the init or regular container that gets the variable. When empty, the first
 	// regular container gets it.
 	// +optional
-	ContainerName string `json:"containerName,omitempty"`
+	ContainerName string `json:"containerName,omitempty" protobuf:"bytes,3,opt,name=containerName"`
 }
 
 // Lifecycle holds the expiry settings of a claim.
 type Lifecycle struct {
 	// shutdownTime is the absolute time (RFC 3339) at which the claim expires.
 	// +optional
-	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty" protobuf:"bytes,1,opt,name=shutdownTime"`
 
 	// ttlSecondsAfterFinished is how long the claim lives after its sandbox finished (the Finished
 	// condition mirrored from the sandbox), in seconds.
 	// +optional
 	// +k8s:validation:minimum=0
-	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty" protobuf:"varint,2,opt,name=ttlSecondsAfterFinished"`
 
 	// shutdownPolicy says what happens when the claim expires: Delete removes the claim and its
 	// sandbox, DeleteForeground does the same but keeps the claim until the sandbox and pod are gone,
 	// and Retain (the default) removes the sandbox and keeps the claim with Ready=False ClaimExpired.
 	// +optional
 	// +default="Retain"
-	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+	ShutdownPolicy *ShutdownPolicy `json:"shutdownPolicy,omitempty" protobuf:"bytes,3,opt,name=shutdownPolicy,casttype=ShutdownPolicy"`
 
 	// idleTimeout is the spec.idleTimeout of the claim's sandbox, in place of the template's: the
 	// sandbox is suspended after this long without a request through the proxy and resumed by the
 	// next one. Also applies to a warm sandbox the claim adopts. At least 10s.
 	// +optional
-	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,4,opt,name=idleTimeout"`
 }
 
 // SandboxClaimSpec is the desired state of a SandboxClaim.
@@ -176,7 +176,7 @@ type SandboxClaimSpec struct {
 	// sandboxTemplateRef names the SandboxTemplate, in the claim's namespace, the sandbox is made
 	// from. It may be left out when warmPoolRef is set: the pool's template is filled in.
 	// +optional
-	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
+	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty" protobuf:"bytes,1,opt,name=sandboxTemplateRef"`
 
 	// warmPoolRef names the SandboxWarmPool, in the claim's namespace, the claim is served from (the
 	// agent-sandbox v1.0 way to claim). The pool decides the template: the pool must exist when the
@@ -185,27 +185,27 @@ type SandboxClaimSpec struct {
 	// has none. Without warmPoolRef, a claim may adopt from any pool of its template, as warmpool
 	// says.
 	// +optional
-	WarmPoolRef *SandboxWarmPoolRef `json:"warmPoolRef,omitempty"`
+	WarmPoolRef *SandboxWarmPoolRef `json:"warmPoolRef,omitempty" protobuf:"bytes,2,opt,name=warmPoolRef"`
 
 	// warmpool says which warm pools the claim may adopt a sandbox from: "none" never, "default"
 	// (the default) any pool of the template, or the name of one pool. With warmPoolRef it defaults
 	// to that pool's name and may only be that or "none".
 	// +optional
 	// +default="default"
-	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty"`
+	WarmPool *WarmPoolPolicy `json:"warmpool,omitempty" protobuf:"bytes,3,opt,name=warmpool,casttype=WarmPoolPolicy"`
 
 	// additionalPodMetadata holds labels and annotations merged onto the sandbox's pod. Keys in the
 	// kubernetes.io, k8s.io and agents.x-k8s.io domains are refused, and so is a key the template
 	// already sets to another value.
 	// +optional
-	AdditionalPodMetadata agentsv1alpha1.PodMetadata `json:"additionalPodMetadata,omitempty"`
+	AdditionalPodMetadata agentsv1alpha1.PodMetadata `json:"additionalPodMetadata,omitempty" protobuf:"bytes,4,opt,name=additionalPodMetadata"`
 
 	// env lists environment variables injected into the sandbox's containers, as the template's
 	// envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool
 	// to "none".
 	// +optional
 	// +listType=atomic
-	Env []EnvVar `json:"env,omitempty"`
+	Env []EnvVar `json:"env,omitempty" protobuf:"bytes,5,rep,name=env"`
 
 	// volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's
 	// volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the
@@ -213,23 +213,23 @@ type SandboxClaimSpec struct {
 	// for it (a cold start), never a warm pool's member, whose volumes exist already.
 	// +optional
 	// +listType=atomic
-	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty" protobuf:"bytes,6,rep,name=volumeClaimTemplates"`
 
 	// lifecycle says when the claim expires and what happens then.
 	// +optional
-	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty" protobuf:"bytes,7,opt,name=lifecycle"`
 }
 
 // SandboxStatus is the claim's view of its Sandbox.
 type SandboxStatus struct {
 	// name of the Sandbox serving this claim.
 	// +optional
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty" protobuf:"bytes,1,opt,name=name"`
 
 	// podIPs of the sandbox's pod.
 	// +optional
 	// +listType=atomic
-	PodIPs []string `json:"podIPs,omitempty"`
+	PodIPs []string `json:"podIPs,omitempty" protobuf:"bytes,2,rep,name=podIPs"`
 }
 
 // SandboxClaimStatus is the observed state of a SandboxClaim.
@@ -238,11 +238,11 @@ type SandboxClaimStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,1,rep,name=conditions"`
 
 	// sandbox is the Sandbox serving this claim.
 	// +optional
-	SandboxStatus SandboxStatus `json:"sandbox,omitempty"`
+	SandboxStatus SandboxStatus `json:"sandbox,omitempty" protobuf:"bytes,2,opt,name=sandbox"`
 }
 
 // +genclient
@@ -254,10 +254,10 @@ type SandboxTemplate struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is the template.
-	Spec SandboxTemplateSpec `json:"spec"`
+	Spec SandboxTemplateSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -267,10 +267,10 @@ type SandboxTemplateList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// items is the list of SandboxTemplates.
-	Items []SandboxTemplate `json:"items"`
+	Items []SandboxTemplate `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // NetworkPolicySpec holds the ingress and egress rules of the template's NetworkPolicy. The pod
@@ -279,12 +279,12 @@ type NetworkPolicySpec struct {
 	// ingress rules. Traffic not allowed here is denied, sidecars included: add their ports too.
 	// +optional
 	// +listType=atomic
-	Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+	Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty" protobuf:"bytes,1,rep,name=ingress"`
 
 	// egress rules. Traffic not allowed here is denied.
 	// +optional
 	// +listType=atomic
-	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty"`
+	Egress []networkingv1.NetworkPolicyEgressRule `json:"egress,omitempty" protobuf:"bytes,2,rep,name=egress"`
 }
 
 // ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.
@@ -292,48 +292,48 @@ type ClaimPodMetadataKeys struct {
 	// labels are the label keys claims may set.
 	// +optional
 	// +listType=set
-	Labels []string `json:"labels,omitempty"`
+	Labels []string `json:"labels,omitempty" protobuf:"bytes,1,rep,name=labels"`
 
 	// annotations are the annotation keys claims may set.
 	// +optional
 	// +listType=set
-	Annotations []string `json:"annotations,omitempty"`
+	Annotations []string `json:"annotations,omitempty" protobuf:"bytes,2,rep,name=annotations"`
 }
 
 // SandboxTemplateSpec is the desired state of a SandboxTemplate.
 type SandboxTemplateSpec struct {
 	// podTemplate describes the pod of every sandbox made from this template.
-	PodTemplate agentsv1alpha1.PodTemplate `json:"podTemplate"`
+	PodTemplate agentsv1alpha1.PodTemplate `json:"podTemplate" protobuf:"bytes,1,opt,name=podTemplate"`
 
 	// volumeClaimTemplates lists the PersistentVolumeClaims made for every sandbox. The list is
 	// replaced as a whole on update.
 	// +optional
 	// +listType=atomic
-	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+	VolumeClaimTemplates []agentsv1alpha1.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty" protobuf:"bytes,2,rep,name=volumeClaimTemplates"`
 
 	// networkPolicy holds the rules of the NetworkPolicy shared by the template's sandboxes. Unset,
 	// under Managed, gives the secure default: ingress only from pods labelled app=sandbox-router,
 	// egress to the internet but not to private, link-local or metadata addresses.
 	// +optional
-	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty" protobuf:"bytes,3,opt,name=networkPolicy"`
 
 	// networkPolicyManagement is Managed (the default) for a NetworkPolicy kept by the controller, or
 	// Unmanaged to leave networking to something else.
 	// +optional
 	// +default="Managed"
-	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
+	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty" protobuf:"bytes,4,opt,name=networkPolicyManagement,casttype=NetworkPolicyManagement"`
 
 	// envVarsInjectionPolicy says whether claims may inject environment variables: Disallowed (the
 	// default), Allowed (new variables only) or Overrides (new ones and overrides of the template's).
 	// +optional
 	// +default="Disallowed"
-	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty"`
+	EnvVarsInjectionPolicy EnvVarsInjectionPolicy `json:"envVarsInjectionPolicy,omitempty" protobuf:"bytes,5,opt,name=envVarsInjectionPolicy,casttype=EnvVarsInjectionPolicy"`
 
 	// volumeClaimTemplatesPolicy says whether claims may add volume claim templates: Disallowed (the
 	// default), Allowed (new names only) or Overrides (new ones and replacements of the template's
 	// of the same name). A claim the policy does not allow is refused when it is created.
 	// +optional
-	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty"`
+	VolumeClaimTemplatesPolicy VolumeClaimTemplatesPolicy `json:"volumeClaimTemplatesPolicy,omitempty" protobuf:"bytes,6,opt,name=volumeClaimTemplatesPolicy,casttype=VolumeClaimTemplatesPolicy"`
 	// envVarsInjectionContainers names the containers, besides the first regular one, whose
 	// environment a claim's spec.env may reach (with containerName): init containers and sidecars
 	// run with the sandbox's secrets and network too, so they are closed unless named here. Each
@@ -341,7 +341,7 @@ type SandboxTemplateSpec struct {
 	// container only.
 	// +optional
 	// +listType=set
-	EnvVarsInjectionContainers []string `json:"envVarsInjectionContainers,omitempty"`
+	EnvVarsInjectionContainers []string `json:"envVarsInjectionContainers,omitempty" protobuf:"bytes,7,rep,name=envVarsInjectionContainers"`
 
 	// allowedClaimPodMetadata lists exactly which pod label and annotation keys a claim's
 	// spec.additionalPodMetadata may set. Unset: any key except the reserved domains
@@ -351,18 +351,18 @@ type SandboxTemplateSpec struct {
 	// (io.kubernetes.cri-o., io.katacontainers., dev.gvisor., ...). Set: only the keys listed, which
 	// may include those trusted keys (never a reserved domain).
 	// +optional
-	AllowedClaimPodMetadata *ClaimPodMetadataKeys `json:"allowedClaimPodMetadata,omitempty"`
+	AllowedClaimPodMetadata *ClaimPodMetadataKeys `json:"allowedClaimPodMetadata,omitempty" protobuf:"bytes,8,opt,name=allowedClaimPodMetadata"`
 
 	// service is copied to the spec.service of every sandbox: true gives each a headless Service.
 	// +optional
-	Service *bool `json:"service,omitempty"`
+	Service *bool `json:"service,omitempty" protobuf:"varint,9,opt,name=service"`
 
 	// idleTimeout is copied to the spec.idleTimeout of every sandbox made from this template (a
 	// claim's lifecycle.idleTimeout replaces it for the claim's sandbox): the sandbox is suspended
 	// after this long without a request through the proxy and resumed by the next one. Warm-pool
 	// members are never suspended for idleness until a claim adopts them. At least 10s.
 	// +optional
-	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,10,opt,name=idleTimeout"`
 }
 
 // +genclient
@@ -375,14 +375,14 @@ type SandboxWarmPool struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// spec is the desired state of the pool.
-	Spec SandboxWarmPoolSpec `json:"spec"`
+	Spec SandboxWarmPoolSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 
 	// status is the observed state of the pool, written by the controller.
 	// +optional
-	Status SandboxWarmPoolStatus `json:"status,omitempty"`
+	Status SandboxWarmPoolStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -392,10 +392,10 @@ type SandboxWarmPoolList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// items is the list of SandboxWarmPools.
-	Items []SandboxWarmPool `json:"items"`
+	Items []SandboxWarmPool `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // SandboxWarmPoolUpdateStrategy says how members are replaced after their template changed.
@@ -403,7 +403,7 @@ type SandboxWarmPoolUpdateStrategy struct {
 	// type is OnReplenish (the default) or Recreate.
 	// +optional
 	// +default="OnReplenish"
-	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty"`
+	Type SandboxWarmPoolUpdateStrategyType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=SandboxWarmPoolUpdateStrategyType"`
 }
 
 // SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
@@ -415,31 +415,31 @@ type SandboxWarmPoolSpec struct {
 	// +default=1
 	// +k8s:validation:minimum=0
 	// +k8s:validation:maximum=5000
-	Replicas *int32 `json:"replicas,omitempty"`
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 
 	// sandboxTemplateRef names the SandboxTemplate, in the pool's namespace, members are made from.
-	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty"`
+	TemplateRef SandboxTemplateRef `json:"sandboxTemplateRef,omitempty" protobuf:"bytes,2,opt,name=sandboxTemplateRef"`
 
 	// updateStrategy says how members are replaced after the template changed.
 	// +optional
-	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty"`
+	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty" protobuf:"bytes,3,opt,name=updateStrategy"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
 type SandboxWarmPoolStatus struct {
 	// observedGeneration is the metadata.generation of the pool the controller last acted on.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,1,opt,name=observedGeneration"`
 
 	// replicas is the number of current members of the pool.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas,omitempty" protobuf:"varint,2,opt,name=replicas"`
 
 	// readyReplicas is the number of members whose Ready condition is True.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas,omitempty" protobuf:"varint,3,opt,name=readyReplicas"`
 
 	// selector is the label selector of the pool's members in string form, for the scale subresource.
 	// +optional
-	Selector string `json:"selector,omitempty"`
+	Selector string `json:"selector,omitempty" protobuf:"bytes,4,opt,name=selector"`
 }

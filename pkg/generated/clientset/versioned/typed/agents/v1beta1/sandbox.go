@@ -60,6 +60,7 @@ func newSandboxes(c *AgentsV1beta1Client, namespace string) *sandboxes {
 			namespace,
 			func() *agentsv1beta1.Sandbox { return &agentsv1beta1.Sandbox{} },
 			func() *agentsv1beta1.SandboxList { return &agentsv1beta1.SandboxList{} },
+			gentype.PrefersProtobuf[*agentsv1beta1.Sandbox](),
 		),
 	}
 }
@@ -68,6 +69,7 @@ func newSandboxes(c *AgentsV1beta1Client, namespace string) *sandboxes {
 func (c *sandboxes) GetScale(ctx context.Context, sandboxName string, options v1.GetOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Get().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("sandboxes").
 		Name(sandboxName).
@@ -82,6 +84,7 @@ func (c *sandboxes) GetScale(ctx context.Context, sandboxName string, options v1
 func (c *sandboxes) UpdateScale(ctx context.Context, sandboxName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("sandboxes").
 		Name(sandboxName).

@@ -56,6 +56,7 @@ func newSandboxClaims(c *ExtensionsV1alpha1Client, namespace string) *sandboxCla
 			namespace,
 			func() *extensionsv1alpha1.SandboxClaim { return &extensionsv1alpha1.SandboxClaim{} },
 			func() *extensionsv1alpha1.SandboxClaimList { return &extensionsv1alpha1.SandboxClaimList{} },
+			gentype.PrefersProtobuf[*extensionsv1alpha1.SandboxClaim](),
 		),
 	}
 }

@@ -52,6 +52,7 @@ func newSandboxTemplates(c *ExtensionsV1alpha1Client, namespace string) *sandbox
 			namespace,
 			func() *extensionsv1alpha1.SandboxTemplate { return &extensionsv1alpha1.SandboxTemplate{} },
 			func() *extensionsv1alpha1.SandboxTemplateList { return &extensionsv1alpha1.SandboxTemplateList{} },
+			gentype.PrefersProtobuf[*extensionsv1alpha1.SandboxTemplate](),
 		),
 	}
 }

@@ -56,6 +56,7 @@ func newSandboxClaims(c *ExtensionsV1beta1Client, namespace string) *sandboxClai
 			namespace,
 			func() *extensionsv1beta1.SandboxClaim { return &extensionsv1beta1.SandboxClaim{} },
 			func() *extensionsv1beta1.SandboxClaimList { return &extensionsv1beta1.SandboxClaimList{} },
+			gentype.PrefersProtobuf[*extensionsv1beta1.SandboxClaim](),
 		),
 	}
 }

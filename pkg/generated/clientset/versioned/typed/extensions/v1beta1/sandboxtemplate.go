@@ -52,6 +52,7 @@ func newSandboxTemplates(c *ExtensionsV1beta1Client, namespace string) *sandboxT
 			namespace,
 			func() *extensionsv1beta1.SandboxTemplate { return &extensionsv1beta1.SandboxTemplate{} },
 			func() *extensionsv1beta1.SandboxTemplateList { return &extensionsv1beta1.SandboxTemplateList{} },
+			gentype.PrefersProtobuf[*extensionsv1beta1.SandboxTemplate](),
 		),
 	}
 }

@@ -60,6 +60,7 @@ func newSandboxWarmPools(c *ExtensionsV1beta1Client, namespace string) *sandboxW
 			namespace,
 			func() *extensionsv1beta1.SandboxWarmPool { return &extensionsv1beta1.SandboxWarmPool{} },
 			func() *extensionsv1beta1.SandboxWarmPoolList { return &extensionsv1beta1.SandboxWarmPoolList{} },
+			gentype.PrefersProtobuf[*extensionsv1beta1.SandboxWarmPool](),
 		),
 	}
 }
@@ -68,6 +69,7 @@ func newSandboxWarmPools(c *ExtensionsV1beta1Client, namespace string) *sandboxW
 func (c *sandboxWarmPools) GetScale(ctx context.Context, sandboxWarmPoolName string, options v1.GetOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Get().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("sandboxwarmpools").
 		Name(sandboxWarmPoolName).
@@ -82,6 +84,7 @@ func (c *sandboxWarmPools) GetScale(ctx context.Context, sandboxWarmPoolName str
 func (c *sandboxWarmPools) UpdateScale(ctx context.Context, sandboxWarmPoolName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (result *autoscalingv1.Scale, err error) {
 	result = &autoscalingv1.Scale{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("sandboxwarmpools").
 		Name(sandboxWarmPoolName).

@@ -1,0 +1,154 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+)
+
+// listRepeats is how many times each full list is taken; the figures are their median.
+const listRepeats = 5
+
+// APIPathResult is the content of _output/bench/apipath.json.
+type APIPathResult struct {
+	Machine            Machine   `json:"machine"`
+	Objects            int       `json:"objects"`
+	Clients            int       `json:"clients"`
+	ObjectBytes        int       `json:"objectBytes"`
+	CreateSeconds      float64   `json:"createSeconds"`
+	CreatesPerSecond   float64   `json:"createsPerSecond"`
+	CreateLatencyP50Ms float64   `json:"createLatencyP50Ms"`
+	CreateLatencyP99Ms float64   `json:"createLatencyP99Ms"`
+	CreateLatencyMaxMs float64   `json:"createLatencyMaxMs"`
+	CreatesRetried     int       `json:"createsRetriedByTheClient"`
+	ListPageSize       int       `json:"listPageSize"`
+	ListPages          int       `json:"listPages"`
+	ListJSONSeconds    float64   `json:"listJSONSeconds"`
+	ListJSONRuns       []float64 `json:"listJSONRunsSeconds"`
+	ListProtoSeconds   float64   `json:"listProtobufSeconds"`
+	ListProtoRuns      []float64 `json:"listProtobufRunsSeconds"`
+	LoadAverage        string    `json:"loadAverage"`
+	Note               string    `json:"note"`
+}
+
+// BenchmarkAPIPath measures the path every client of the cluster takes: through kube-apiserver
+// and its aggregator to sandbox-apiserver. 5,000 Sandboxes of 2.4 KiB are created by 32 clients
+// (as protobuf), then all of them are listed in pages of 500, as JSON and as protobuf. The
+// Sandboxes ask for no Pod and no Service, so the controllers make no children: the figures are
+// the API path alone, not the cluster's work for the Sandboxes.
+func BenchmarkAPIPath(b *testing.B) {
+	c := connect(b)
+	ns := c.namespace(b, "apipath")
+	protoClient := clientWith(b, c.config, runtime.ContentTypeProtobuf)
+	jsonClient := clientWith(b, c.config, runtime.ContentTypeJSON)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+
+	noChildren := func(sb *agentsv1beta1.Sandbox) {
+		sb.Spec.Replicas = ptr.To[int32](0)
+		sb.Spec.Service = ptr.To(false)
+	}
+	sample := benchSandbox(ns, 0)
+	noChildren(sample)
+	size, err := json.Marshal(sample)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.ResetTimer()
+	latencies, createWall, retried, err := createAll(ctx, protoClient, ns, noChildren)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var jsonRuns, protoRuns []float64
+	pages := 0
+	for range listRepeats {
+		for _, run := range []struct {
+			client versioned.Interface
+			into   *[]float64
+		}{{jsonClient, &jsonRuns}, {protoClient, &protoRuns}} {
+			wall, n, items, err := listAll(ctx, run.client, ns)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if items != objects {
+				b.Fatalf("the paginated list returned %d sandboxes, want %d", items, objects)
+			}
+			pages = n
+			*run.into = append(*run.into, wall.Seconds())
+		}
+	}
+	b.StopTimer()
+
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	res := APIPathResult{
+		Machine:            machine(),
+		Objects:            objects,
+		Clients:            clients,
+		ObjectBytes:        len(size),
+		CreateSeconds:      createWall.Seconds(),
+		CreatesPerSecond:   float64(objects) / createWall.Seconds(),
+		CreateLatencyP50Ms: ms(percentile(latencies, 50)),
+		CreateLatencyP99Ms: ms(percentile(latencies, 99)),
+		CreateLatencyMaxMs: ms(latencies[len(latencies)-1]),
+		CreatesRetried:     retried,
+		ListPageSize:       pageSize,
+		ListPages:          pages,
+		ListJSONSeconds:    median(jsonRuns),
+		ListJSONRuns:       jsonRuns,
+		ListProtoSeconds:   median(protoRuns),
+		ListProtoRuns:      protoRuns,
+		LoadAverage:        loadAverage(),
+		Note: "through kube-apiserver on the local plane; Sandboxes at replicas 0 without a Service, so no " +
+			"children are made; lists are the median of " + fmt.Sprint(listRepeats) + " runs each, alternating JSON and protobuf",
+	}
+	b.ReportMetric(res.CreatesPerSecond, "creates/s")
+	b.ReportMetric(res.CreateLatencyP99Ms, "p99-ms")
+	b.ReportMetric(res.ListJSONSeconds, "list-json-s")
+	b.ReportMetric(res.ListProtoSeconds, "list-proto-s")
+
+	fmt.Println("\nAPI path through kube-apiserver")
+	fmt.Printf("  %-18s %d Sandboxes of %d B JSON from %d concurrent clients\n", "objects x clients", res.Objects, res.ObjectBytes, res.Clients)
+	fmt.Printf("  %-18s %.1f /s; p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", "creates", res.CreatesPerSecond, res.CreateLatencyP50Ms, res.CreateLatencyP99Ms, res.CreateLatencyMaxMs)
+	fmt.Printf("  %-18s %d creates found their own retried first attempt stored\n", "client retries", res.CreatesRetried)
+	fmt.Printf("  %-18s JSON %.3f s %v; protobuf %.3f s %v (%d pages of %d)\n", "full list", res.ListJSONSeconds, jsonRuns, res.ListProtoSeconds, protoRuns, res.ListPages, res.ListPageSize)
+	fmt.Printf("  %-18s %s\n", "load average", res.LoadAverage)
+	out := filepath.Join(c.root, "_output", "bench", "apipath.json")
+	if err := writeJSON(out, res); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("wrote %s\n", out)
+}
+
+// clientWith is a clientset of cfg that sends and accepts only mediaType.
+func clientWith(b *testing.B, cfg *rest.Config, mediaType string) versioned.Interface {
+	b.Helper()
+	cfg = rest.CopyConfig(cfg)
+	// The clients share one HTTP/2 connection; client-side rate limiting must not be measured.
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	cfg.ContentType, cfg.AcceptContentTypes = mediaType, mediaType
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
