@@ -126,7 +126,7 @@ func TestSyncPod(t *testing.T) {
 				sb.Spec.PodTemplate.Spec.Volumes = []corev1.Volume{emptyDir("work"), emptyDir("tmp")}
 			}),
 			wantWrites: []string{"create persistentvolumeclaims", "create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			steady: true,
+			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods")
 				want := []corev1.Volume{claimVolume("work", "work-sb"), emptyDir("tmp"), claimVolume("cache", "cache-sb")}

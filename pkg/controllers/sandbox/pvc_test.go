@@ -38,7 +38,7 @@ func TestSyncPVCs(t *testing.T) {
 				}}
 			}),
 			wantWrites: []string{"create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			steady: true,
+			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pvc := written[*corev1.PersistentVolumeClaim](t, &f.kube.Fake, "create", "persistentvolumeclaims")
 				if pvc.Name != "data-sb" || pvc.Namespace != testNS {
