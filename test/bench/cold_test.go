@@ -33,25 +33,32 @@ type ColdResult struct {
 	ReadyP50Ms float64 `json:"createToReadyP50Ms"`
 	ReadyP99Ms float64 `json:"createToReadyP99Ms"`
 	// From a watch seeing the Sandbox to a watch seeing its Pod: the controller's own overhead.
-	PodCreateP50Ms       float64     `json:"sandboxToPodP50Ms"`
-	PodCreateP99Ms       float64     `json:"sandboxToPodP99Ms"`
-	MainWritesPerSandbox float64     `json:"mainAPIWritesPerSandbox"`
-	OurWritesPerSandbox  float64     `json:"ourAPIWritesPerSandbox"`
-	MainWrites           writeCounts `json:"mainAPIWrites"`
-	OurWrites            writeCounts `json:"ourAPIWrites"`
-	Note                 string      `json:"note"`
+	PodCreateP50Ms float64 `json:"sandboxToPodP50Ms"`
+	PodCreateP99Ms float64 `json:"sandboxToPodP99Ms"`
+	// MainWritesPerSandbox counts the controller's own writes to the main API (pods, services,
+	// PVCs); MainAllWritesPerSandbox every workload write there, as issue 13 counts them: those,
+	// events, and the scheduler's bindings and kwok's pod status writes (the kubelet's share).
+	MainWritesPerSandbox    float64     `json:"mainAPIWritesPerSandbox"`
+	MainAllWritesPerSandbox float64     `json:"mainAPIAllWritesPerSandbox"`
+	OurWritesPerSandbox     float64     `json:"ourAPIWritesPerSandbox"`
+	MainWrites              writeCounts `json:"mainAPIWrites"`
+	OurWrites               writeCounts `json:"ourAPIWrites"`
+	Note                    string      `json:"note"`
 }
 
-// BenchmarkColdStart creates 500 Sandboxes at once from 16 clients on the local control plane and
-// measures how long they take to be Ready, and how long the controller takes to make their pods.
+// BenchmarkColdStart creates SANDBOX_BENCH_COLD_SANDBOXES Sandboxes (default 300, as issue 13
+// measures) at once from 16 clients on the local control plane and measures how long they take to
+// be Ready, and how long the controller takes to make their pods.
 func BenchmarkColdStart(b *testing.B) {
-	const sandboxes, clients = 500, 16
+	const clients = 16
+	sandboxes := int(envFloats(b, "SANDBOX_BENCH_COLD_SANDBOXES", []float64{300})[0])
 	c := connect(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := c.namespace(b, "cold")
 	res := ColdResult{Machine: machine(), Sandboxes: sandboxes, Clients: clients,
-		Note: "writes per sandbox leave out pod status writes by kwok (the kubelet's share), bindings (the scheduler's) and events"}
+		Note: "mainAPIWritesPerSandbox leaves out pod status writes by kwok (the kubelet's share), bindings (the scheduler's) " +
+			"and events; mainAPIAllWritesPerSandbox counts them all"}
 
 	// Informers rather than bare watches: under this load a watch may be closed and must resume.
 	var mu sync.Mutex
@@ -175,12 +182,13 @@ func BenchmarkColdStart(b *testing.B) {
 	res.OurWrites = oursAfter.minus(oursBefore).workload()
 	// Pod status (kwok, the kubelet's share) and bindings (the scheduler's) are not the controller's.
 	res.MainWritesPerSandbox = (res.MainWrites.sum("pods", "services", "persistentvolumeclaims") -
-		res.MainWrites["pods/status PATCH"] - res.MainWrites["pods/status PUT"] - res.MainWrites["pods/binding POST"]) / sandboxes
-	res.OurWritesPerSandbox = res.OurWrites.sum("sandboxes") / sandboxes
+		res.MainWrites["pods/status PATCH"] - res.MainWrites["pods/status PUT"] - res.MainWrites["pods/binding POST"]) / float64(sandboxes)
+	res.MainAllWritesPerSandbox = res.MainWrites.sum() / float64(sandboxes)
+	res.OurWritesPerSandbox = res.OurWrites.sum("sandboxes") / float64(sandboxes)
 
 	fmt.Printf("\nCold start of %d Sandboxes from %d clients on %s (%d CPUs)\n", sandboxes, clients, res.Machine.CPUModel, res.Machine.NumCPU)
-	fmt.Printf("all Ready %.0f ms; create->Ready p50 %.1f ms p99 %.1f ms; sandbox->pod p50 %.1f ms p99 %.1f ms; writes per sandbox: main %.2f, ours %.2f\n",
-		res.AllReadyMs, res.ReadyP50Ms, res.ReadyP99Ms, res.PodCreateP50Ms, res.PodCreateP99Ms, res.MainWritesPerSandbox, res.OurWritesPerSandbox)
+	fmt.Printf("all Ready %.0f ms; create->Ready p50 %.1f ms p99 %.1f ms; sandbox->pod p50 %.1f ms p99 %.1f ms; writes per sandbox: main %.2f by the controller, %.2f in all; ours %.2f\n",
+		res.AllReadyMs, res.ReadyP50Ms, res.ReadyP99Ms, res.PodCreateP50Ms, res.PodCreateP99Ms, res.MainWritesPerSandbox, res.MainAllWritesPerSandbox, res.OurWritesPerSandbox)
 	b.Logf("main writes %v", res.MainWrites)
 	b.Logf("our writes %v", res.OurWrites)
 	if err := writeJSON(filepath.Join(c.root, "_output/bench/cold.json"), res); err != nil {

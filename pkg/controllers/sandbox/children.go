@@ -38,6 +38,15 @@ func identityLabels(sb *agentsv1beta1.Sandbox) map[string]string {
 	return labels
 }
 
+// firstChildren reports whether sb's children are being made for the first time: no status has
+// been written for it yet. They are routine steps of its start, which its status reports (Ready,
+// PodScheduled), and get no event each; at hundreds of Sandboxes a second those events were a
+// fifth of the main API's writes. A child made again later (lost, deleted, or after a suspend)
+// is a transition and gets its event, as do failures and conflicts.
+func firstChildren(sb *agentsv1beta1.Sandbox) bool {
+	return len(sb.Status.Conditions) == 0
+}
+
 // conflict reports, as an event and as the error the Ready condition shows, that an object of the
 // name a child needs exists and the Sandbox does not control it. The object is left as it is.
 func (c *Controller) conflict(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object) error {
@@ -164,12 +173,13 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 	if c.firstStatusDelay > 0 {
 		c.podStarting.Store(sb.Namespace+"/"+sb.Name, c.now().Add(c.firstStatusDelay))
 	}
-	reason, msg := "PodCreated", "Created pod "+created.Name
 	// The status is still the one of the last pass: a Suspended condition means it was suspended.
-	if meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionSuspended)) != nil {
-		reason, msg = "Resumed", "Created pod "+created.Name+" again"
+	switch {
+	case meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionSuspended)) != nil:
+		c.events.Event(sb, corev1.EventTypeNormal, "Resumed", "Created pod "+created.Name+" again")
+	case !firstChildren(sb):
+		c.events.Event(sb, corev1.EventTypeNormal, "PodCreated", "Created pod "+created.Name)
 	}
-	c.events.Event(sb, corev1.EventTypeNormal, reason, msg)
 	return created, nil
 }
 
@@ -363,7 +373,9 @@ func (c *Controller) createPVC(ctx context.Context, sb *agentsv1beta1.Sandbox, v
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating PersistentVolumeClaim %s: %v", pvc.Name, err)
 		return nil, err
 	}
-	c.events.Eventf(sb, corev1.EventTypeNormal, "PersistentVolumeClaimCreated", "Created PersistentVolumeClaim %s", pvc.Name)
+	if !firstChildren(sb) {
+		c.events.Eventf(sb, corev1.EventTypeNormal, "PersistentVolumeClaimCreated", "Created PersistentVolumeClaim %s", pvc.Name)
+	}
 	return created, nil
 }
 
@@ -429,7 +441,9 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 		c.events.Eventf(sb, corev1.EventTypeWarning, "FailedCreate", "Creating service %s: %v", svc.Name, err)
 		return nil, err
 	}
-	c.events.Eventf(sb, corev1.EventTypeNormal, "ServiceCreated", "Created headless service %s", svc.Name)
+	if !firstChildren(sb) {
+		c.events.Eventf(sb, corev1.EventTypeNormal, "ServiceCreated", "Created headless service %s", svc.Name)
+	}
 	return created, nil
 }
 

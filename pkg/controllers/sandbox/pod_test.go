@@ -87,7 +87,6 @@ func TestSyncPod(t *testing.T) {
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo", "tier", "web"),
 				labels("note", "hi", "z/last", "1"))),
 			wantWrites: []string{"create pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodCreated Created pod sb"},
 			wantConds:  []condSummary{notReadyPending},
 			wantStatus: runningStatus(),
 			steady:     true,
@@ -114,7 +113,6 @@ func TestSyncPod(t *testing.T) {
 			name:       "template without metadata: only the hash label, no bookkeeping annotations",
 			sandbox:    newSandbox(),
 			wantWrites: []string{"create pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodCreated Created pod sb"},
 			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods")
@@ -128,12 +126,7 @@ func TestSyncPod(t *testing.T) {
 				sb.Spec.PodTemplate.Spec.Volumes = []corev1.Volume{emptyDir("work"), emptyDir("tmp")}
 			}),
 			wantWrites: []string{"create persistentvolumeclaims", "create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			wantEvents: []string{
-				"Normal PersistentVolumeClaimCreated Created PersistentVolumeClaim work-sb",
-				"Normal PersistentVolumeClaimCreated Created PersistentVolumeClaim cache-sb",
-				"Normal PodCreated Created pod sb",
-			},
-			steady: true,
+			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pod := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods")
 				want := []corev1.Volume{claimVolume("work", "work-sb"), emptyDir("tmp"), claimVolume("cache", "cache-sb")}
@@ -254,7 +247,6 @@ func TestSyncPod(t *testing.T) {
 			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "namespace-uid")),
 			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "namespace-uid"}}},
 			wantWrites: []string{"create pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodCreated Created pod sb"},
 		},
 		{
 			name:       "suspended with an unowned pod of the wanted name: the pod is not deleted",

@@ -38,11 +38,7 @@ func TestSyncPVCs(t *testing.T) {
 				}}
 			}),
 			wantWrites: []string{"create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			wantEvents: []string{
-				"Normal PersistentVolumeClaimCreated Created PersistentVolumeClaim data-sb",
-				"Normal PodCreated Created pod sb",
-			},
-			steady: true,
+			steady:     true,
 			check: func(t *testing.T, f *fixture) {
 				pvc := written[*corev1.PersistentVolumeClaim](t, &f.kube.Fake, "create", "persistentvolumeclaims")
 				if pvc.Name != "data-sb" || pvc.Namespace != testNS {
@@ -69,10 +65,6 @@ func TestSyncPVCs(t *testing.T) {
 				sb.Spec.VolumeClaimTemplates[0].Labels = labels(hashLabel, "forged")
 			}),
 			wantWrites: []string{"create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			wantEvents: []string{
-				"Normal PersistentVolumeClaimCreated Created PersistentVolumeClaim data-sb",
-				"Normal PodCreated Created pod sb",
-			},
 			check: func(t *testing.T, f *fixture) {
 				pvc := written[*corev1.PersistentVolumeClaim](t, &f.kube.Fake, "create", "persistentvolumeclaims")
 				checkMap(t, "labels", pvc.Labels, labels(hashLabel, testHash))
@@ -121,7 +113,6 @@ func TestSyncPVCs(t *testing.T) {
 			sandbox:    newSandbox(withVCT("data")),
 			apiOnly:    []runtime.Object{newPVC("data", owned)},
 			wantWrites: []string{"create persistentvolumeclaims", "create pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodCreated Created pod sb"},
 			wantConds:  []condSummary{notReadyPending},
 		},
 		{

@@ -103,7 +103,6 @@ func TestSyncPodLaunchType(t *testing.T) {
 			name:       "a new pod gets the label",
 			sandbox:    newSandbox(withLabel(label, agentsv1beta1.LaunchTypeCold)),
 			wantWrites: []string{"create pods", "update sandboxes/status"},
-			wantEvents: []string{"Normal PodCreated Created pod sb"},
 			check: func(t *testing.T, f *fixture) {
 				if got := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods").Labels[label]; got != agentsv1beta1.LaunchTypeCold {
 					t.Errorf("pod launch type %q, want cold", got)

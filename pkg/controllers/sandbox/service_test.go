@@ -113,7 +113,6 @@ func TestSyncService(t *testing.T) {
 			sandbox:    newSandbox(withService(yes)),
 			cached:     []runtime.Object{pod()},
 			wantWrites: []string{"create services", "update sandboxes/status"},
-			wantEvents: []string{"Normal ServiceCreated Created headless service sb"},
 			wantConds:  []condSummary{readyWithSvc},
 			wantStatus: withSvcStatus(fqdn),
 			steady:     true,
@@ -131,6 +130,17 @@ func TestSyncService(t *testing.T) {
 					t.Errorf("owner references = %+v", svc.OwnerReferences)
 				}
 			},
+		},
+		{
+			name: "true, the Service of a running Sandbox deleted: created again, with an event",
+			sandbox: newSandbox(withService(yes), withStatus(agentsv1beta1.SandboxStatus{
+				Conditions: []metav1.Condition{cond(readyType, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready; Service exists")},
+			})),
+			cached:     []runtime.Object{pod()},
+			wantWrites: []string{"create services", "update sandboxes/status"},
+			wantEvents: []string{"Normal ServiceCreated Created headless service sb"},
+			wantConds:  []condSummary{readyWithSvc},
+			wantStatus: withSvcStatus(fqdn),
 		},
 		{
 			name:       "true, unowned headless: not adopted or relabelled, OwnershipConflict naming it",
