@@ -74,9 +74,9 @@ type ChurnResult struct {
 	Note         string         `json:"note"`
 }
 
-// churnParams reads the run's shape from the environment: CHURN_RATE (claims/s), CHURN_HOLD
-// (how long each claim is kept after it is Ready), CHURN_DURATION (how long claims are created),
-// CHURN_POOL (warm pool size) and CHURN_SETTLE (how long after the load RSS is read again).
+// churnParams reads the run's shape from the environment: SANDBOX_BENCH_CHURN_RATE (claims/s), SANDBOX_BENCH_CHURN_HOLD
+// (how long each claim is kept after it is Ready), SANDBOX_BENCH_CHURN_DURATION (how long claims are created),
+// SANDBOX_BENCH_CHURN_POOL (warm pool size) and SANDBOX_BENCH_CHURN_SETTLE (how long after the load RSS is read again).
 func churnParams(b *testing.B) (rate float64, hold, duration time.Duration, pool int, settle time.Duration) {
 	rate, hold, duration, pool, settle = 30, 2*time.Second, 10*time.Minute, 200, time.Minute
 	env := func(name string, parse func(string) error) {
@@ -86,11 +86,11 @@ func churnParams(b *testing.B) (rate float64, hold, duration time.Duration, pool
 			}
 		}
 	}
-	env("CHURN_RATE", func(v string) (err error) { rate, err = strconv.ParseFloat(v, 64); return })
-	env("CHURN_HOLD", func(v string) (err error) { hold, err = time.ParseDuration(v); return })
-	env("CHURN_DURATION", func(v string) (err error) { duration, err = time.ParseDuration(v); return })
-	env("CHURN_POOL", func(v string) (err error) { pool, err = strconv.Atoi(v); return })
-	env("CHURN_SETTLE", func(v string) (err error) { settle, err = time.ParseDuration(v); return })
+	env("SANDBOX_BENCH_CHURN_RATE", func(v string) (err error) { rate, err = strconv.ParseFloat(v, 64); return })
+	env("SANDBOX_BENCH_CHURN_HOLD", func(v string) (err error) { hold, err = time.ParseDuration(v); return })
+	env("SANDBOX_BENCH_CHURN_DURATION", func(v string) (err error) { duration, err = time.ParseDuration(v); return })
+	env("SANDBOX_BENCH_CHURN_POOL", func(v string) (err error) { pool, err = strconv.Atoi(v); return })
+	env("SANDBOX_BENCH_CHURN_SETTLE", func(v string) (err error) { settle, err = time.ParseDuration(v); return })
 	if rate <= 0 || rate > 1000 || duration <= 0 || duration > time.Hour || pool <= 0 || hold < 0 || settle < 0 {
 		b.Fatalf("churn parameters out of range: rate %v/s (0-1000], duration %s (0-1h], pool %d, hold %s, settle %s", rate, duration, pool, hold, settle)
 	}
