@@ -74,9 +74,10 @@ type ChurnResult struct {
 	Note         string         `json:"note"`
 }
 
-// churnParams reads the run's shape from the environment: SANDBOX_BENCH_CHURN_RATE (claims/s), SANDBOX_BENCH_CHURN_HOLD
-// (how long each claim is kept after it is Ready), SANDBOX_BENCH_CHURN_DURATION (how long claims are created),
-// SANDBOX_BENCH_CHURN_POOL (warm pool size) and SANDBOX_BENCH_CHURN_SETTLE (how long after the load RSS is read again).
+// churnParams reads the run's shape from the environment: SANDBOX_BENCH_CHURN_RATE (claims/s),
+// SANDBOX_BENCH_CHURN_HOLD (how long each claim is kept after it is Ready),
+// SANDBOX_BENCH_CHURN_DURATION (how long claims are created), SANDBOX_BENCH_CHURN_POOL (warm pool
+// size) and SANDBOX_BENCH_CHURN_SETTLE (how long after the load RSS is read again).
 func churnParams(b *testing.B) (rate float64, hold, duration time.Duration, pool int, settle time.Duration) {
 	rate, hold, duration, pool, settle = 30, 2*time.Second, 10*time.Minute, 200, time.Minute
 	env := func(name string, parse func(string) error) {
