@@ -69,7 +69,7 @@ var fuzzKinds = []apifuzz.Kind{
 }
 
 // trickyBodies are hand-written seeds: wrong types, odd numbers and times, odd unicode, nesting,
-// duplicate keys, YAML aliases.
+// duplicate keys, YAML aliases, protobuf.
 var trickyBodies = []string{
 	``,
 	`null`,
@@ -107,6 +107,8 @@ var trickyBodies = []string{
 	"a: &a [*a, *a]\n",
 	"apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nspec:\n  lifecycle:\n    shutdownTime: 2099-01-01\n    ttlSecondsAfterFinished: .inf\n",
 	"\xff\xfe{\x00}",
+	// Protobuf, whose strings may be any bytes: a selfLink that is not UTF-8, which JSON would rewrite.
+	"k8s\x00\x0a:\x0a#extensions.agents.x-k8s.io/v1alpha1\x12\x13SandboxWarmPoolList\x12\x07\x0a\x05\x0a\x030\xff0",
 }
 
 // group is this API group under fuzzing; v1beta1, the storage version, first.
