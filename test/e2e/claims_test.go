@@ -127,6 +127,12 @@ func ownership(t *testing.T, kube kubernetes.Interface, client versioned.Interfa
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pool refilling may have made sandboxes (and their pods) since the first list; a pod is
+	// made after its sandbox, so the sandboxes listed after the pods include every pod's.
+	list, err = client.AgentsV1beta1().Sandboxes(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sandboxes := map[string]bool{}
 	for _, sb := range list.Items {
 		sandboxes[sb.Name] = true
