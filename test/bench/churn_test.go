@@ -132,7 +132,7 @@ func (l *claimLife) counts() (created, ready, deleted int) {
 func BenchmarkChurn(b *testing.B) {
 	rate, hold, duration, poolSize, settle := churnParams(b)
 	c := connect(b)
-	srv := newOurServer(b, c.root)
+	srv := c.ourServer()
 	ctx, cancel := context.WithTimeout(context.Background(), duration+20*time.Minute)
 	defer cancel()
 	ns := c.namespace(b, "churn")

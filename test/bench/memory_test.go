@@ -42,7 +42,7 @@ type MemoryResult struct {
 func BenchmarkMemory(b *testing.B) {
 	const suspended, claims, clients = 4000, 1000, 32
 	c := connect(b)
-	srv := newOurServer(b, c.root)
+	srv := c.ourServer()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	ns := c.namespace(b, "memory")

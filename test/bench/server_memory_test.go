@@ -5,16 +5,12 @@ package bench
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -22,23 +18,13 @@ import (
 // its Go heap from its /metrics, a heap profile from its /debug/pprof (on by default, --profiling).
 type ourServer struct {
 	root string
-	base string
-	http *http.Client
+	// get reads a path of the server directly (see cluster.ourGet).
+	get func(ctx context.Context, path string) ([]byte, error)
 }
 
-func newOurServer(b *testing.B, root string) *ourServer {
-	b.Helper()
-	cert, err := tls.LoadX509KeyPair(filepath.Join(root, "_output/local/certs/admin.crt"), filepath.Join(root, "_output/local/certs/admin.key"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := os.Getenv("SANDBOX_APISERVER_PORT")
-	if port == "" {
-		port = "8443"
-	}
-	return &ourServer{root: root, base: "https://127.0.0.1:" + port, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}, //nolint:gosec // loopback scrape
-	}}}
+// ourServer is the local plane's sandbox-apiserver, for its memory figures.
+func (c *cluster) ourServer() *ourServer {
+	return &ourServer{root: c.root, get: c.ourGet}
 }
 
 // rssMiB is the server process's resident set, from the PID file hack/local-up.sh keeps.
@@ -53,23 +39,6 @@ func (s *ourServer) rssMiB() (float64, error) {
 		return 0, fmt.Errorf("no VmRSS for sandbox-apiserver (PID %s)", pid)
 	}
 	return float64(kib) / 1024, nil
-}
-
-func (s *ourServer) get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	return body, err
 }
 
 // goMemory is the Go runtime's view of the server's memory, in MiB.
