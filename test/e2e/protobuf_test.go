@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -71,8 +72,19 @@ func TestProtobufThroughAggregator(t *testing.T) {
 		t.Fatalf("watch as protobuf: %v", err)
 	}
 	defer w.Stop()
-	got.Labels["changed"] = "yes"
-	if _, err := client.Sandboxes(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+	// The controller writes the Sandbox's status meanwhile: update the latest, as a client would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := client.Sandboxes(ns).Get(ctx, "proto", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if latest.Labels == nil {
+			latest.Labels = map[string]string{}
+		}
+		latest.Labels["changed"] = "yes"
+		_, err = client.Sandboxes(ns).Update(ctx, latest, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatalf("update as protobuf: %v", err)
 	}
 	timeout := time.After(30 * time.Second)
