@@ -55,7 +55,7 @@ func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restcli
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		if err == nil && runningAndReady(pod) {
+		if err == nil && sandboxproxy.PodReady(pod) {
 			return pod, nil
 		}
 		// The proxy looks for the pod only once the Waker has seen the Sandbox Ready, which the
@@ -90,17 +90,4 @@ func proxiedPodFields(obj any) (any, error) {
 		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
 	}
 	return slim, nil
-}
-
-// runningAndReady says whether a pod runs and is Ready.
-func runningAndReady(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

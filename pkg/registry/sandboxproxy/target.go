@@ -118,6 +118,12 @@ func declaredPort(pod *corev1.Pod, port string) (int32, error) {
 	return 0, apierrors.NewBadRequest(fmt.Sprintf("%s: port %q is not a TCP port the sandbox's pod declares", portPath, port))
 }
 
+// PodReady says whether a pod runs, is Ready and is not terminating: what the proxy needs of it.
+func PodReady(pod *corev1.Pod) bool {
+	ready, _ := podReady(pod)
+	return ready
+}
+
 func podReady(pod *corev1.Pod) (bool, string) {
 	switch {
 	case pod.DeletionTimestamp != nil:
