@@ -618,14 +618,21 @@ make_nodes() {
   for ((i = 0; i < KWOK_NODES; i++)); do names+=("kwok-node-${i}"); done
   # artifacts/local/kwok/nodes.yaml holds the three default Nodes; more are
   # stamped from its first document.
+  local manifests
   if ((KWOK_NODES == 3)); then
-    kubectl_admin apply -f "${ROOT}/artifacts/local/kwok/nodes.yaml" >/dev/null
+    manifests=$(<"${ROOT}/artifacts/local/kwok/nodes.yaml")
   else
-    for node in "${names[@]}"; do
+    manifests=$(for node in "${names[@]}"; do
       awk '/^---/ { exit } { print }' "${ROOT}/artifacts/local/kwok/nodes.yaml" |
-        sed "s/kwok-node-0/${node}/g" | kubectl_admin apply -f - >/dev/null
-    done
+        sed "s/kwok-node-0/${node}/g"
+      echo ---
+    done)
   fi
+  kubectl_admin apply -f - <<<"${manifests}" >/dev/null
+  # A plain apply leaves the status of Nodes kept from an earlier start alone; the
+  # capacity (pods per Node) is applied to the status subresource as well.
+  kubectl_admin apply --server-side --subresource=status --field-manager=local-up --force-conflicts \
+    -f - <<<"${manifests}" >/dev/null
   log "nodes: waiting for ${names[*]} to be Ready"
   if ! kubectl_admin wait --for=condition=Ready --timeout="${START_TIMEOUT}s" \
     "${names[@]/#/node/}" >/dev/null; then
