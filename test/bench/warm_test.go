@@ -277,6 +277,9 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 	run.MainWritesPerClaim = (run.MainWrites["pods PUT"] + run.MainWrites["pods PATCH"]) / float64(claims)
 	run.OurWritesPerClaim = (run.OurWrites["sandboxclaims POST"] + run.OurWrites["sandboxclaims/status PUT"] +
 		run.OurWrites["sandboxes PUT"]) / float64(claims)
+	// Each run's figures are logged as it ends, so a later run's failure does not lose them.
+	b.Logf("%s: %d claims, created/s %.0f, Ready/s %.0f, creator p50/p99 %.1f/%.1f ms, watcher p50/p99 %.1f/%.1f ms, all Ready %.0f ms",
+		prefix, claims, run.CreatedPerS, run.ReadyPerS, run.CreatorP50Ms, run.CreatorP99Ms, run.P50Ms, run.P99Ms, run.AllReadyMs)
 	b.Logf("%s: main writes %v", prefix, run.MainWrites)
 	b.Logf("%s: our writes %v", prefix, run.OurWrites)
 	c.deleteNamespace(b, ns)
