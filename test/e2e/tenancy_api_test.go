@@ -171,6 +171,19 @@ func TestTemplateUseIsAuthorized(t *testing.T) {
 	gpuClaim := strings.Replace(claimYAML("g"), "name: t\n", "name: gpu\n", 1)
 	_, stderr, err = kubectlWith(t, kubectlOptions{kubeconfig: kc, stdin: gpuClaim}, "create", "-n", ns, "-f", "-")
 	expectFailure(t, "a claim of a template not granted", stderr, err, `sandboxtemplates.extensions.agents.x-k8s.io "gpu" is forbidden`)
+
+	// A claim that names only a warm pool uses the pool's template: the use of that template is
+	// what is checked, so use granted on t alone is enough for a pool of t and not for a pool of gpu.
+	applyYAML(t, ns, fmt.Sprintf(warmPool, "pool-t", 0, "t", "OnReplenish")+"---\n"+fmt.Sprintf(warmPool, "pool-gpu", 0, "gpu", "OnReplenish"))
+	byPool := func(name, pool string) string {
+		return fmt.Sprintf("apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata: {name: %s}\nspec:\n  warmPoolRef: {name: %s}\n", name, pool)
+	}
+	kubectlAsStdin(t, kc, byPool("by-pool-t", "pool-t"), "create", "-n", ns, "-f", "-")
+	if got := jsonpath(t, ns, "{.spec.sandboxTemplateRef.name}", "sandboxclaim", "by-pool-t"); got != "t" {
+		t.Errorf("claim by pool-t has template %q, want t", got)
+	}
+	_, stderr, err = kubectlWith(t, kubectlOptions{kubeconfig: kc, stdin: byPool("by-pool-gpu", "pool-gpu")}, "create", "-n", ns, "-f", "-")
+	expectFailure(t, "a claim by a pool of a template not granted", stderr, err, `sandboxtemplates.extensions.agents.x-k8s.io "gpu" is forbidden`)
 }
 
 // TestResourceQuotaCountsSandboxObjects: a ResourceQuota's object count holds for claims as for

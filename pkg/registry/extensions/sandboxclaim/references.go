@@ -48,15 +48,32 @@ func (r *References) Template(ctx context.Context, name string) (*extensions.San
 	return get[extensions.SandboxTemplate](ctx, r.Templates, name)
 }
 
-// fillTemplate gives a claim by warmPoolRef without a template the template of its pool. A pool
-// that cannot be read leaves the claim as it is, for validate to report.
-func (r *References) fillTemplate(ctx context.Context, c *extensions.SandboxClaim) {
-	if r == nil || c.Spec.WarmPoolRef == nil || c.Spec.WarmPoolRef.Name == "" || c.Spec.TemplateRef.Name != "" {
-		return
+// resolve reads, before a claim is created, the pool and the template it names. A claim by
+// warmPoolRef alone gets its pool's template here, so that the use of that template is what is
+// authorized. A pool or template that does not exist is left for validate to report against its
+// field; any other failure to read one (etcd unreachable, say) is returned as it is, an error the
+// client may retry, not an invalid claim.
+func (r *References) resolve(ctx context.Context, c *extensions.SandboxClaim) error {
+	if r == nil {
+		return nil
 	}
-	if pool, err := get[extensions.SandboxWarmPool](ctx, r.Pools, c.Spec.WarmPoolRef.Name); err == nil {
-		c.Spec.TemplateRef.Name = pool.Spec.TemplateRef.Name
+	if ref := c.Spec.WarmPoolRef; ref != nil && ref.Name != "" {
+		pool, err := get[extensions.SandboxWarmPool](ctx, r.Pools, ref.Name)
+		switch {
+		case err == nil:
+			if c.Spec.TemplateRef.Name == "" {
+				c.Spec.TemplateRef.Name = pool.Spec.TemplateRef.Name
+			}
+		case !apierrors.IsNotFound(err):
+			return err
+		}
 	}
+	if name := c.Spec.TemplateRef.Name; name != "" {
+		if _, err := get[extensions.SandboxTemplate](ctx, r.Templates, name); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // validate checks what a new claim says against the pool and template it names: the pool exists

@@ -64,7 +64,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		return nil, err
 	}
 	return &Storage{
-		SandboxClaim: &REST{REST: base.NewREST(store, "sandboxclaim"), authorizer: policy.Authorizer},
+		SandboxClaim: &REST{REST: base.NewREST(store, "sandboxclaim"), authorizer: policy.Authorizer, refs: policy.References},
 		Status:       status.NewREST(store, statusStrategy),
 	}, nil
 }

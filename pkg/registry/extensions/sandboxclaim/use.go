@@ -28,11 +28,17 @@ const UseVerb = "use"
 type REST struct {
 	*base.REST
 	authorizer authorizer.Authorizer
+	// refs, when set, reads the pool and template a new claim names (References.resolve).
+	refs *References
 }
 
-// Create checks that the user may use the claim's template, then creates it.
+// Create checks that the user may use the claim's template, then creates it. A claim that names
+// only a warm pool is checked against the pool's template.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if c, ok := obj.(*extensions.SandboxClaim); ok {
+		if err := r.refs.resolve(ctx, c); err != nil {
+			return nil, err
+		}
 		if err := r.authorizeUse(ctx, c); err != nil {
 			return nil, err
 		}
