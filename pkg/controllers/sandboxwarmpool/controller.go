@@ -414,4 +414,7 @@ func (c *Controller) forget(key string) {
 	c.missingMu.Lock()
 	delete(c.missing, key)
 	c.missingMu.Unlock()
+	c.adoptionsMu.Lock()
+	delete(c.adoptions, key)
+	c.adoptionsMu.Unlock()
 }

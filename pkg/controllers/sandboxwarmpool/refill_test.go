@@ -96,3 +96,16 @@ func TestRefillWaitSteadyStream(t *testing.T) {
 		t.Fatalf("the refill of a pool of 200 under 30 claims/s started %s into the stream, after %d claims", at, first+1)
 	}
 }
+
+// TestForgetPoolDropsItsBurst: a pool deleted during a burst leaves no burst behind, so a new pool
+// of the same name refills at once.
+func TestForgetPoolDropsItsBurst(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &Controller{clock: clk, adoptions: map[string]adoptionBurst{}, exp: newExpectations(clk), missing: map[string]string{}}
+	const key = "ns/pool"
+	c.noteAdoption(key)
+	c.forget(key)
+	if got := c.refillWait(key, 100); got != 0 {
+		t.Fatalf("after the pool was forgotten: wait %s, want none", got)
+	}
+}
