@@ -95,16 +95,28 @@ type Controller struct {
 	adoptions   map[string]adoptionBurst
 }
 
-// adoptionBurst is a run of claims taking members from one pool.
-type adoptionBurst struct{ first, last time.Time }
+// adoptionBurst is a run of claims taking members from one pool: when it started, when the last
+// one came and how many came.
+type adoptionBurst struct {
+	first, last time.Time
+	adoptions   int
+}
 
 const (
 	// refillHold is how long after the last adoption a pool waits before making new members, so
 	// that during a burst of claims the server serves the claims first and refills after.
 	refillHold = time.Second
-	// refillHoldMax bounds that wait under a steady stream of claims.
-	refillHoldMax = 2 * time.Second
+	// refillLead is how long the claims still to come must be covered by the pool's Ready members
+	// for the refill to keep waiting: new members take seconds to be Ready while claims come, so
+	// under a steady stream the pool refills before it runs dry instead of after the stream.
+	refillLead = 5 * time.Second
 )
+
+// rate is the burst's claims per second so far, counted over at least a second so that its first
+// few adoptions do not pass for a flood.
+func (b adoptionBurst) rate() float64 {
+	return float64(b.adoptions) / max(b.last.Sub(b.first), time.Second).Seconds()
+}
 
 // Config is what the controller needs from the process.
 type Config struct {
@@ -335,12 +347,15 @@ func (c *Controller) noteAdoption(key string) {
 		b.first = now
 	}
 	b.last = now
+	b.adoptions++
 	c.adoptions[key] = b
 }
 
-// refillWait is how long the pool should still wait before refilling: until refillHold after the
-// last adoption, but no longer than refillHoldMax after the first of the burst.
-func (c *Controller) refillWait(key string) time.Duration {
+// refillWait is how long the pool, with ready Ready members, should still wait before refilling:
+// until refillHold after the last adoption, as long as its Ready members cover the claims the
+// burst's rate brings over refillLead (its low-water mark). Below that mark it refills at once,
+// and the burst goes on being counted.
+func (c *Controller) refillWait(key string, ready int) time.Duration {
 	now := c.clock.Now()
 	c.adoptionsMu.Lock()
 	defer c.adoptionsMu.Unlock()
@@ -348,15 +363,15 @@ func (c *Controller) refillWait(key string) time.Duration {
 	if !ok {
 		return 0
 	}
-	due := b.last.Add(refillHold)
-	if limit := b.first.Add(refillHoldMax); limit.Before(due) {
-		due = limit
+	wait := b.last.Add(refillHold).Sub(now)
+	if wait <= 0 {
+		delete(c.adoptions, key)
+		return 0
 	}
-	if wait := due.Sub(now); wait > 0 {
-		return wait
+	if float64(ready) < b.rate()*refillLead.Seconds() {
+		return 0
 	}
-	delete(c.adoptions, key)
-	return 0
+	return wait
 }
 
 func (c *Controller) deleteSandbox(obj any) {
@@ -399,4 +414,7 @@ func (c *Controller) forget(key string) {
 	c.missingMu.Lock()
 	delete(c.missing, key)
 	c.missingMu.Unlock()
+	c.adoptionsMu.Lock()
+	delete(c.adoptions, key)
+	c.adoptionsMu.Unlock()
 }

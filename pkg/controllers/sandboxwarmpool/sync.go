@@ -258,7 +258,7 @@ func (c *Controller) manage(ctx context.Context, key string, pool *extensionsv1b
 	creates := 0
 	if diff > 0 && rev != nil {
 		creates = min(diff, c.maxBatchSize)
-		if wait := c.refillWait(key); wait > 0 {
+		if wait := c.refillWait(key, countReady(p.active)); wait > 0 {
 			c.requeueAfter(key, wait)
 			creates = 0
 		}
@@ -268,6 +268,16 @@ func (c *Controller) manage(ctx context.Context, key string, pool *extensionsv1b
 	}
 	c.exp.expect(key, creates, uidsOf(deletes))
 	return errors.Join(c.deleteMembers(ctx, key, pool, deletes), c.createMembers(ctx, key, pool, rev, creates))
+}
+
+func countReady(members []*agentsv1beta1.Sandbox) int {
+	n := 0
+	for _, sb := range members {
+		if ready(sb) {
+			n++
+		}
+	}
+	return n
 }
 
 func uidsOf(list []doomed) []types.UID {
@@ -390,12 +400,8 @@ func Selector(pool string) string {
 // writeStatus writes the status subresource only when it changed since the cached pool; the pool's
 // generation is the one this pass acted on.
 func (c *Controller) writeStatus(ctx context.Context, pool *extensionsv1beta1.SandboxWarmPool, active []*agentsv1beta1.Sandbox) error {
-	st := extensionsv1beta1.SandboxWarmPoolStatus{ObservedGeneration: pool.Generation, Replicas: int32(len(active)), Selector: Selector(pool.Name)}
-	for _, sb := range active {
-		if ready(sb) {
-			st.ReadyReplicas++
-		}
-	}
+	st := extensionsv1beta1.SandboxWarmPoolStatus{ObservedGeneration: pool.Generation, Replicas: int32(len(active)),
+		ReadyReplicas: int32(countReady(active)), Selector: Selector(pool.Name)}
 	if apiequality.Semantic.DeepEqual(st, pool.Status) {
 		return nil
 	}
