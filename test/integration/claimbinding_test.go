@@ -307,6 +307,15 @@ func TestClaimBinding(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-generation"
 		warm := createSandbox(t, ctx, s, ns, "warm")
+		// A Ready member, as its controller reported it, and a condition from an older generation.
+		warm.Status.Conditions = []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
+			{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Old", ObservedGeneration: warm.Generation - 1, LastTransitionTime: metav1.Now()},
+		}
+		warm, err := s.Client.AgentsV1beta1().Sandboxes(ns).UpdateStatus(ctx, warm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		chooser := &testChooser{candidate: warm, edit: func(_ *extv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) {
 			adopted.Spec.PodTemplate.ObjectMeta.Labels = maps.Clone(adopted.Spec.PodTemplate.ObjectMeta.Labels)
 			adopted.Spec.PodTemplate.ObjectMeta.Labels["claimed-by"] = "gen"
@@ -326,6 +335,17 @@ func TestClaimBinding(t *testing.T) {
 		}
 		if sb.Generation != warm.Generation+1 {
 			t.Errorf("sandbox generation %d, want %d after a spec change", sb.Generation, warm.Generation+1)
+		}
+		// The pod template's metadata is no condition's concern: what held for the member holds
+		// for the new generation, and the sandbox controller has no status left to write.
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Ready"); c == nil || c.ObservedGeneration != sb.Generation || c.Status != metav1.ConditionTrue {
+			t.Errorf("Ready condition %s, want True observed at generation %d", jsonOf(t, c), sb.Generation)
+		}
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Stale"); c == nil || c.ObservedGeneration != warm.Generation-1 {
+			t.Errorf("Stale condition %s, want it left at generation %d", jsonOf(t, c), warm.Generation-1)
+		}
+		if got := meta.FindStatusCondition(warm.Status.Conditions, "Ready").ObservedGeneration; got != warm.Generation {
+			t.Errorf("the candidate handed to commit changed: its Ready condition is at generation %d", got)
 		}
 	})
 

@@ -327,6 +327,7 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	if err := rest.BeforeUpdate(b.sandboxes.strategy, ctx, sandboxObj, oldSandbox); err != nil {
 		return &unbindableError{err}
 	}
+	carryObservedGeneration(oldSandbox, sandboxObj.(*agents.Sandbox))
 	sandboxKey, err := b.sandboxKey(ctx, adopted.Name)
 	if err != nil {
 		return &unbindableError{err}
@@ -367,6 +368,24 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 		return err
 	}
 	return storage.APIObjectVersioner{}.UpdateObject(out, uint64(resp.Header.Revision))
+}
+
+// carryObservedGeneration moves the adopted sandbox's conditions that were current for the
+// candidate on to the generation the adoption gives it. The adoption changes only the pod
+// template's metadata, which no condition depends on, so they are as true of the new generation;
+// stored so, the sandbox controller finds its status already written and sends no status write
+// after each claim.
+func carryObservedGeneration(candidate, adopted *agents.Sandbox) {
+	if adopted.Generation == candidate.Generation {
+		return
+	}
+	// A copy: the conditions may share their array with the candidate, a cached object.
+	adopted.Status.Conditions = slices.Clone(adopted.Status.Conditions)
+	for i := range adopted.Status.Conditions {
+		if c := &adopted.Status.Conditions[i]; c.ObservedGeneration == candidate.Generation {
+			c.ObservedGeneration = adopted.Generation
+		}
+	}
 }
 
 // encode turns a registry key and object into what the etcd3 storage would write for them: the
