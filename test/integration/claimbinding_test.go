@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
@@ -307,9 +309,22 @@ func TestClaimBinding(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-generation"
 		warm := createSandbox(t, ctx, s, ns, "warm")
+		// A Ready member, as its controller reported it, and a condition from an older generation.
+		warm.Status.Conditions = []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
+			{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Old", ObservedGeneration: warm.Generation - 1, LastTransitionTime: metav1.Now()},
+			{Type: "Custom", Status: metav1.ConditionTrue, Reason: "SomeoneElse", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
+		}
+		warm, err := s.Client.AgentsV1beta1().Sandboxes(ns).UpdateStatus(ctx, warm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What the claim controller's adoption changes in the spec: the pod template's metadata
+		// and the idle timeout.
 		chooser := &testChooser{candidate: warm, edit: func(_ *extv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) {
 			adopted.Spec.PodTemplate.ObjectMeta.Labels = maps.Clone(adopted.Spec.PodTemplate.ObjectMeta.Labels)
 			adopted.Spec.PodTemplate.ObjectMeta.Labels["claimed-by"] = "gen"
+			adopted.Spec.IdleTimeout = &metav1.Duration{Duration: time.Hour}
 		}}
 		serve(t, s, chooser)
 		created, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "gen", "tmpl"), metav1.CreateOptions{})
@@ -326,6 +341,56 @@ func TestClaimBinding(t *testing.T) {
 		}
 		if sb.Generation != warm.Generation+1 {
 			t.Errorf("sandbox generation %d, want %d after a spec change", sb.Generation, warm.Generation+1)
+		}
+		// Neither the pod template's metadata nor the idle timeout is the sandbox controller's
+		// conditions' concern: what held for the member holds for the new generation, and the
+		// controller has no status left to write.
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Ready"); c == nil || c.ObservedGeneration != sb.Generation || c.Status != metav1.ConditionTrue {
+			t.Errorf("Ready condition %s, want True observed at generation %d", jsonOf(t, c), sb.Generation)
+		}
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Stale"); c == nil || c.ObservedGeneration != warm.Generation-1 {
+			t.Errorf("Stale condition %s, want it left at generation %d", jsonOf(t, c), warm.Generation-1)
+		}
+		// Someone else's condition may depend on what changed.
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Custom"); c == nil || c.ObservedGeneration != warm.Generation {
+			t.Errorf("Custom condition %s, want it left at generation %d", jsonOf(t, c), warm.Generation)
+		}
+		if got := meta.FindStatusCondition(warm.Status.Conditions, "Ready").ObservedGeneration; got != warm.Generation {
+			t.Errorf("the candidate handed to commit changed: its Ready condition is at generation %d", got)
+		}
+	})
+
+	runCounted(t, s, "OtherSpecChangeCarriesNoCondition", map[string]float64{"bound": 1}, func(t *testing.T) {
+		ctx := testContext(t)
+		const ns = "claimbinding-otherspec"
+		warm := createSandbox(t, ctx, s, ns, "warm")
+		warm.Status.Conditions = []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
+		}
+		warm, err := s.Client.AgentsV1beta1().Sandboxes(ns).UpdateStatus(ctx, warm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Suspending changes what Ready says: the controller has to look again.
+		chooser := &testChooser{candidate: warm, edit: func(_ *extv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) {
+			adopted.Spec.Replicas = ptr.To[int32](0)
+		}}
+		serve(t, s, chooser)
+		if _, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "other", "tmpl"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chooser.onlyCall(t, "other"); err != nil {
+			t.Fatalf("commit answered %v", err)
+		}
+		sb, err := s.Client.AgentsV1beta1().Sandboxes(ns).Get(ctx, "warm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sb.Generation != warm.Generation+1 {
+			t.Fatalf("sandbox generation %d, want %d after a spec change", sb.Generation, warm.Generation+1)
+		}
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Ready"); c == nil || c.ObservedGeneration != warm.Generation {
+			t.Errorf("Ready condition %s, want it left at generation %d", jsonOf(t, c), warm.Generation)
 		}
 	})
 

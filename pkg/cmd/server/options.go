@@ -86,6 +86,13 @@ func NewOptions() *Options {
 	// Protobuf in etcd, as kube-apiserver stores its own kinds: smaller values and cheaper to
 	// encode and decode than JSON. Objects stored as JSON before still decode.
 	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	// A namespace's deletion deletes each of our collections in one request: hundreds of claims or
+	// Sandboxes, each a write (their finalizers). One at a time, as upstream's default does, such
+	// a request outlasted the 60 s request timeout on a loaded machine, and every failed attempt
+	// doubled the namespace controller's wait before the next one (up to a minute). The workers
+	// serve only deletecollection requests; they had nothing to do with a standby replica's
+	// unbound claims, which came from its caches still filling after it answered /readyz.
+	o.RecommendedOptions.Etcd.DeleteCollectionWorkers = 16
 	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
 	// close the remaining connections (the cluster's watches on our resources) after 2 s instead
 	// of waiting the whole request timeout for them.

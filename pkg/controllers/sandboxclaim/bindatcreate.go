@@ -5,8 +5,10 @@ package sandboxclaim
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -32,14 +34,34 @@ func (c *Controller) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.
 	return c.chooser().BindAtCreate(ctx, claim, commit)
 }
 
+// cacheSyncWait bounds how long a claim's create waits for the chooser's caches to fill. They
+// start with the process (a Standby's) or with the controllers, and the first list of a watch
+// cache still initializing is answered "come back in a second": without the wait, the claims of
+// that second, which a server already answering /readyz takes, are stored unserved and wait for
+// the leader's controller instead of being Ready in their create response.
+const cacheSyncWait = 5 * time.Second
+
+// waitSynced reports whether w's caches are synced, waiting for them up to cacheSyncWait or
+// until ctx is done.
+func (w warmChooser) waitSynced(ctx context.Context) bool {
+	synced := func(context.Context) (bool, error) {
+		for _, s := range w.synced {
+			if !s() {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncWait, true, synced)
+	return err == nil
+}
+
 // BindAtCreate does what Controller.BindAtCreate says, from w's queue and caches: the claim
 // controller's, or a Standby's.
 func (w warmChooser) BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error) {
 	start := w.now()
-	for _, synced := range w.synced {
-		if !synced() {
-			return false, nil
-		}
+	if !w.waitSynced(ctx) {
+		return false, nil
 	}
 	policy := warmPoolPolicy(claim)
 	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0 {

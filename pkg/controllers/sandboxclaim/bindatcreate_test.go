@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,7 +425,14 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			before := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "")
 
 			spy := &commitSpy{}
-			ok, err := f.bind(claim, spy)
+			ctx := context.Background()
+			if tc.unsynced {
+				// Caches that stay unsynced are waited for until the request gives up.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+			}
+			ok, err := f.c.BindAtCreate(ctx, claim, spy.commit)
 			if err != nil {
 				t.Fatalf("BindAtCreate error = %v, want none", err)
 			}
@@ -647,5 +655,26 @@ func TestBindAtCreateExclusive(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"m1", "m2"}) {
 		t.Errorf("members committed = %q, want m1 then m2, each once", got)
+	}
+}
+
+// TestBindAtCreateWaitsForCaches: a claim created while the chooser's caches are still filling
+// (a replica just started) waits for them and is bound, instead of being stored unserved.
+func TestBindAtCreateWaitsForCaches(t *testing.T) {
+	f := newBindFixture(t)
+	f.add(newTemplate())
+	m1 := warmMember("m1", testPool)
+	f.add(m1)
+	f.warm(m1)
+	var checks atomic.Int32
+	f.c.synced = []cache.InformerSynced{func() bool { return checks.Add(1) > 3 }}
+
+	spy := &commitSpy{}
+	ok, err := f.bind(creatingClaim(), spy)
+	if err != nil || !ok {
+		t.Fatalf("BindAtCreate = %v, %v; want bound once the caches synced", ok, err)
+	}
+	if got := spy.candidates(); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("commit got %q, want m1", got)
 	}
 }

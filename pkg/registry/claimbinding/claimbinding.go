@@ -26,11 +26,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -327,6 +329,7 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	if err := rest.BeforeUpdate(b.sandboxes.strategy, ctx, sandboxObj, oldSandbox); err != nil {
 		return &unbindableError{err}
 	}
+	carryObservedGeneration(oldSandbox, sandboxObj.(*agents.Sandbox))
 	sandboxKey, err := b.sandboxKey(ctx, adopted.Name)
 	if err != nil {
 		return &unbindableError{err}
@@ -367,6 +370,46 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 		return err
 	}
 	return storage.APIObjectVersioner{}.UpdateObject(out, uint64(resp.Header.Revision))
+}
+
+// carryObservedGeneration moves the adopted sandbox's conditions that were current for the
+// candidate on to the generation the adoption gives it, so that the sandbox controller finds its
+// status already written and sends no status write after each claim. Only the sandbox
+// controller's own conditions are carried, and only when the adoption changed nothing in the spec
+// but what those conditions do not depend on; any other spec change leaves them to the controller.
+func carryObservedGeneration(candidate, adopted *agents.Sandbox) {
+	if adopted.Generation == candidate.Generation || !onlyAdoptionChanges(&candidate.Spec, &adopted.Spec) {
+		return
+	}
+	// A copy: the conditions may share their array with the candidate, a cached object.
+	adopted.Status.Conditions = slices.Clone(adopted.Status.Conditions)
+	for i := range adopted.Status.Conditions {
+		c := &adopted.Status.Conditions[i]
+		if c.ObservedGeneration == candidate.Generation && carriedConditions.Has(c.Type) {
+			c.ObservedGeneration = adopted.Generation
+		}
+	}
+}
+
+// carriedConditions are the sandbox controller's conditions. Each is derived from the pod, the
+// Service and spec.replicas (Ready, PodScheduled, Finished, Suspended), none from the pod
+// template's metadata (propagated to the running pod without restarting it) or spec.idleTimeout
+// (which suspends a sandbox later, through a spec change of its own). A condition written by
+// anyone else may depend on anything, so it stays at the generation it was written for.
+var carriedConditions = sets.New(
+	string(agentsv1beta1.SandboxConditionReady),
+	string(agentsv1beta1.SandboxConditionPodScheduled),
+	string(agentsv1beta1.SandboxConditionFinished),
+	string(agentsv1beta1.SandboxConditionSuspended),
+)
+
+// onlyAdoptionChanges reports whether two specs differ at most in what a claim's adoption sets:
+// the pod template's metadata and the idle timeout.
+func onlyAdoptionChanges(candidate, adopted *agents.SandboxSpec) bool {
+	before, after := *candidate, *adopted
+	before.PodTemplate.ObjectMeta, after.PodTemplate.ObjectMeta = agents.PodMetadata{}, agents.PodMetadata{}
+	before.IdleTimeout, after.IdleTimeout = nil, nil
+	return apiequality.Semantic.DeepEqual(before, after)
 }
 
 // encode turns a registry key and object into what the etcd3 storage would write for them: the
