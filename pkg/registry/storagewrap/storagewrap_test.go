@@ -21,7 +21,7 @@ func (statusCodec) Decode(data []byte, _ *schema.GroupVersionKind, _ runtime.Obj
 	return &metav1.Status{Message: string(data)}, nil, nil
 }
 func (statusCodec) Encode(runtime.Object, io.Writer) error { return nil }
-func (statusCodec) Identifier() runtime.Identifier          { return "status" }
+func (statusCodec) Identifier() runtime.Identifier         { return "status" }
 
 type fixedGetter struct{ opts generic.RESTOptions }
 
