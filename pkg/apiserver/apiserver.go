@@ -35,8 +35,10 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -107,7 +109,10 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	optsGetter := c.GenericConfig.RESTOptionsGetter
+	// The registries' objects share the parts they hold alike (pkg/registry/objectsharing); the
+	// binder decodes objects from etcd to change them and gets its own.
+	bindingOptsGetter := c.GenericConfig.RESTOptionsGetter
+	optsGetter := storagewrap.DecodedGetter(bindingOptsGetter, objectsharing.Object)
 
 	// Each kind gets its controller's finalizer at create time, when that controller runs.
 	finalizer := func(controller, name string) string {
@@ -145,7 +150,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	binder, err := claimbinding.New(claimbinding.Config{
 		Scheme:              Scheme,
 		Controllers:         identity,
-		OptsGetter:          optsGetter,
+		OptsGetter:          bindingOptsGetter,
 		ClaimStatusStrategy: claimStatusStrategy,
 		SandboxStrategy:     sandboxStrategy,
 		SandboxKey:          sandboxStorage.Sandbox.KeyFunc,

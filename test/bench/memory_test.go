@@ -151,9 +151,16 @@ func BenchmarkMemory(b *testing.B) {
 		name string
 		m    memorySample
 	}{{"before", res.Before}, {"loaded", res.Loaded}, {"after GC", res.AfterGC}} {
-		fmt.Printf("  %-9s RSS %6.0f MiB, heap in use %6.0f MiB, heap idle not released %6.0f MiB, %5.0f goroutines\n",
-			s.name, s.m.RSSMiB, s.m.HeapInuseMiB, s.m.HeapIdleMiB-s.m.HeapReleasedMiB, s.m.Goroutines)
+		fmt.Printf("  %-9s RSS %6.0f MiB, heap live %6.0f MiB, in use %6.0f MiB, idle not released %6.0f MiB, %5.0f goroutines\n",
+			s.name, s.m.RSSMiB, s.m.HeapLiveMiB, s.m.HeapInuseMiB, s.m.HeapIdleMiB-s.m.HeapReleasedMiB, s.m.Goroutines)
 	}
+	limit := "none"
+	if res.Loaded.LimitMiB > 0 {
+		limit = fmt.Sprintf("%.0f MiB", res.Loaded.LimitMiB)
+	}
+	gc, user := res.Loaded.GCCPUSeconds-res.Before.GCCPUSeconds, res.Loaded.UserCPUSeconds-res.Before.UserCPUSeconds
+	fmt.Printf("  Go memory limit %s; while loading, garbage collection took %.0f s of CPU, %.0f%% of the server's %.0f s\n",
+		limit, gc, 100*gc/max(gc+user, 1e-9), gc+user)
 	fmt.Println("  heap profile top: _output/bench/memory-heap.txt")
 	if err := writeJSON(filepath.Join(c.root, "_output/bench/memory.json"), res); err != nil {
 		b.Fatal(err)

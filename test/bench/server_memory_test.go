@@ -48,7 +48,16 @@ type goMemory struct {
 	// still holds for the heap beyond what is in use.
 	HeapIdleMiB     float64 `json:"heapIdleMiB"`
 	HeapReleasedMiB float64 `json:"heapReleasedMiB"`
-	Goroutines      float64 `json:"goroutines"`
+	// HeapLiveMiB is what the last garbage collection found reachable: the memory the objects
+	// need, whatever the collector has not yet reclaimed.
+	HeapLiveMiB float64 `json:"heapLiveMiB"`
+	// LimitMiB is the Go memory limit (--memory-limit), 0 for none.
+	LimitMiB   float64 `json:"limitMiB"`
+	Goroutines float64 `json:"goroutines"`
+	// GCCPUSeconds and UserCPUSeconds are the runtime's estimates of the CPU time spent collecting
+	// garbage and running the server's code since it started.
+	GCCPUSeconds   float64 `json:"gcCPUSeconds"`
+	UserCPUSeconds float64 `json:"userCPUSeconds"`
 }
 
 // goMemory reads go_memstats_* from the server's /metrics.
@@ -74,8 +83,18 @@ func (s *ourServer) goMemory(ctx context.Context) (goMemory, error) {
 			m.HeapIdleMiB = v / (1 << 20)
 		case "go_memstats_heap_released_bytes":
 			m.HeapReleasedMiB = v / (1 << 20)
+		case "go_gc_heap_live_bytes":
+			m.HeapLiveMiB = v / (1 << 20)
+		case "go_gc_gomemlimit_bytes":
+			if v < 1<<62 {
+				m.LimitMiB = v / (1 << 20)
+			}
 		case "go_goroutines":
 			m.Goroutines = v
+		case "go_cpu_classes_gc_total_cpu_seconds_total":
+			m.GCCPUSeconds = v
+		case "go_cpu_classes_user_cpu_seconds_total":
+			m.UserCPUSeconds = v
 		}
 	}
 	return m, nil

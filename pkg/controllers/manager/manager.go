@@ -143,14 +143,14 @@ type Binder interface {
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
 func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
-	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(dropManagedFields),
+	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
 	// The templates' NetworkPolicies carry the template-ref hash label.
-	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(dropManagedFields),
+	policies := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
 	// Namespaces are few; the namespace cleanup and the other controllers watch them all.
-	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(dropManagedFields))
-	ours := externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithTransform(dropManagedFields))
+	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache))
+	ours := externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithTransform(trimForCache))
 
 	recorder, stopEvents := newEventRecorder(ctx, kube)
 	defer stopEvents()
@@ -276,7 +276,7 @@ func (s *standbyBinding) start(ctx context.Context) {
 	members := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0,
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel }))
 	// Templates and pools: few, all cached.
-	templates := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0, externalversions.WithTransform(dropManagedFields))
+	templates := externalversions.NewSharedInformerFactoryWithOptions(s.client, 0, externalversions.WithTransform(trimForCache))
 	recorder, stopEvents := newEventRecorder(ctx, s.kube)
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
 		Sandboxes: members.Agents().V1beta1().Sandboxes(),

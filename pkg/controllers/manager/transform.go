@@ -5,12 +5,14 @@ package manager
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
 )
 
-// dropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
+// trimForCache keeps managedFields out of the controllers' caches: no controller reads them,
 // and they are often the largest part of an object's metadata. Updates sent from a cached object
 // then carry no managedFields, which the API server takes as "unchanged".
 //
@@ -18,14 +20,19 @@ import (
 // the cache holds it, through the field manager in the same etcd transaction as the claim, and
 // the field manager builds the new managedFields from the cached ones. Members are few (the pools'
 // sizes), so what they cost is small.
-var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
+//
+// What the cached objects hold alike, Sandboxes' pod specs, is shared with the other Sandboxes in
+// the caches and in the server's watch cache (pkg/registry/objectsharing).
+var trimForCache cache.TransformFunc = func(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
-	if !ok || m.GetManagedFields() == nil {
+	if !ok {
 		return obj, nil
 	}
-	if _, member := m.GetLabels()[extensionsv1beta1.WarmPoolSandboxLabel]; member {
-		return obj, nil
+	if _, member := m.GetLabels()[extensionsv1beta1.WarmPoolSandboxLabel]; !member {
+		m.SetManagedFields(nil)
 	}
-	m.SetManagedFields(nil)
+	if o, ok := obj.(runtime.Object); ok {
+		objectsharing.Object(o)
+	}
 	return obj, nil
 }

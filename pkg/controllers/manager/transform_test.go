@@ -13,7 +13,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
 
-func TestDropManagedFields(t *testing.T) {
+func TestTrimForCache(t *testing.T) {
 	fields := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
 	for _, tc := range []struct {
 		name string
@@ -26,7 +26,7 @@ func TestDropManagedFields(t *testing.T) {
 			Labels: map[string]string{extensionsv1beta1.WarmPoolSandboxLabel: "h"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := dropManagedFields(tc.obj)
+			got, err := trimForCache(tc.obj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +40,7 @@ func TestDropManagedFields(t *testing.T) {
 		})
 	}
 	// Tombstones and other non-objects pass unchanged.
-	if got, err := dropManagedFields("x"); err != nil || got != "x" {
-		t.Errorf("dropManagedFields(%q) = %v, %v", "x", got, err)
+	if got, err := trimForCache("x"); err != nil || got != "x" {
+		t.Errorf("trimForCache(%q) = %v, %v", "x", got, err)
 	}
 }

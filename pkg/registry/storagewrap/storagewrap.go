@@ -41,3 +41,38 @@ func (g wrappedGetter) GetRESTOptions(resource schema.GroupResource, example run
 	}
 	return opts, nil
 }
+
+// DecodedGetter returns getter with a storage codec that passes every object it decodes from
+// etcd, for the watch cache, a list or a read, to decoded before returning it.
+func DecodedGetter(getter generic.RESTOptionsGetter, decoded func(runtime.Object)) generic.RESTOptionsGetter {
+	return decodedGetter{RESTOptionsGetter: getter, decoded: decoded}
+}
+
+type decodedGetter struct {
+	generic.RESTOptionsGetter
+	decoded func(runtime.Object)
+}
+
+func (g decodedGetter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
+	if err != nil || opts.StorageConfig == nil {
+		return opts, err
+	}
+	config := *opts.StorageConfig
+	config.Codec = decodingCodec{Codec: config.Codec, decoded: g.decoded}
+	opts.StorageConfig = &config
+	return opts, nil
+}
+
+type decodingCodec struct {
+	runtime.Codec
+	decoded func(runtime.Object)
+}
+
+func (c decodingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := c.Codec.Decode(data, defaults, into)
+	if err == nil && obj != nil {
+		c.decoded(obj)
+	}
+	return obj, gvk, err
+}
