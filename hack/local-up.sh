@@ -561,8 +561,6 @@ probe_sandbox_apiserver() {
     "https://127.0.0.1:${SANDBOX_APISERVER_PORT}/readyz" | grep -qx ok
 }
 
-# --memory-limit: the Deployment's (artifacts/deploy), so that make bench measures the
-# memory as deployed; SANDBOX_APISERVER_ARGS may set another.
 # --proxy-allow-host-network-pods: kwok's pods report the node address, 127.0.0.1, as
 # a hostNetwork pod would, so sandboxes/proxy reaches them only with it (tests run
 # the sandbox's "process" on 127.0.0.1).
@@ -583,7 +581,6 @@ start_sandbox_apiserver() {
     --etcd-certfile="${CERTS}/sandbox-etcd-client.crt" \
     --etcd-keyfile="${CERTS}/sandbox-etcd-client.key" \
     --proxy-allow-host-network-pods \
-    --memory-limit=240Mi \
     "${extra[@]}"
   wait_ready sandbox-apiserver probe_sandbox_apiserver
 }
