@@ -310,15 +310,10 @@ func TestClaimBinding(t *testing.T) {
 		const ns = "claimbinding-generation"
 		warm := createSandbox(t, ctx, s, ns, "warm")
 		// A Ready member, as its controller reported it, and a condition from an older generation.
-		warm.Status.Conditions = []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
-			{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Old", ObservedGeneration: warm.Generation - 1, LastTransitionTime: metav1.Now()},
-			{Type: "Custom", Status: metav1.ConditionTrue, Reason: "SomeoneElse", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
-		}
-		warm, err := s.Client.AgentsV1beta1().Sandboxes(ns).UpdateStatus(ctx, warm, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		warm = withConditions(t, ctx, s, warm,
+			metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation},
+			metav1.Condition{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Old", ObservedGeneration: warm.Generation - 1},
+			metav1.Condition{Type: "Custom", Status: metav1.ConditionTrue, Reason: "SomeoneElse", ObservedGeneration: warm.Generation})
 		// What the claim controller's adoption changes in the spec: the pod template's metadata
 		// and the idle timeout.
 		chooser := &testChooser{candidate: warm, edit: func(_ *extv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) {
@@ -364,13 +359,8 @@ func TestClaimBinding(t *testing.T) {
 		ctx := testContext(t)
 		const ns = "claimbinding-otherspec"
 		warm := createSandbox(t, ctx, s, ns, "warm")
-		warm.Status.Conditions = []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation, LastTransitionTime: metav1.Now()},
-		}
-		warm, err := s.Client.AgentsV1beta1().Sandboxes(ns).UpdateStatus(ctx, warm, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		warm = withConditions(t, ctx, s, warm,
+			metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "DependenciesReady", ObservedGeneration: warm.Generation})
 		// Suspending changes what Ready says: the controller has to look again.
 		chooser := &testChooser{candidate: warm, edit: func(_ *extv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) {
 			adopted.Spec.Replicas = ptr.To[int32](0)
@@ -646,4 +636,18 @@ func bindingCounts(t *testing.T, s *framework.Server) map[string]float64 {
 		out[result] = n
 	}
 	return out
+}
+
+// withConditions writes conds, as of now, as sb's status conditions and returns the stored sandbox.
+func withConditions(t *testing.T, ctx context.Context, s *framework.Server, sb *agentsv1beta1.Sandbox, conds ...metav1.Condition) *agentsv1beta1.Sandbox {
+	t.Helper()
+	for i := range conds {
+		conds[i].LastTransitionTime = metav1.Now()
+	}
+	sb.Status.Conditions = conds
+	stored, err := s.Client.AgentsV1beta1().Sandboxes(sb.Namespace).UpdateStatus(ctx, sb, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
 }

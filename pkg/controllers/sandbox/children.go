@@ -134,8 +134,10 @@ func (c *Controller) reconcilePod(ctx context.Context, sb *agentsv1beta1.Sandbox
 		return pod, nil
 	}
 	if pod == nil {
-		if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
+		if n := sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation]; n != "" && n != sb.Name {
 			// The pod this Sandbox was given is gone: fall back to one named after the Sandbox.
+			// (A warm member claimed before its pod was made names its own pod: it is made below,
+			// and the annotation stays, marking a warm launch.)
 			return nil, c.clearPodNameAnnotation(ctx, sb)
 		}
 		return c.createPod(ctx, sb)

@@ -174,6 +174,18 @@ func TestSyncPod(t *testing.T) {
 			},
 		},
 		{
+			name:       "pod-name annotation naming the Sandbox itself (a member claimed before its pod was made): the pod is made, the annotation stays",
+			sandbox:    newSandbox(withAnnotation(podNameAnnot, testName)),
+			wantWrites: []string{"create pods", "update sandboxes/status"},
+			wantConds:  []condSummary{notReadyPending},
+			steady:     true,
+			check: func(t *testing.T, f *fixture) {
+				if pod := written[*corev1.Pod](t, &f.kube.Fake, "create", "pods"); pod.Name != testName {
+					t.Errorf("pod is %s, want %s", pod.Name, testName)
+				}
+			},
+		},
+		{
 			name:    "owned pod: metadata drift is driven back, template removals pruned, foreign keys kept",
 			sandbox: newSandbox(withTemplateMeta(labels("app", "demo", "tier", "web"), labels("note", "hi"))),
 			cached: []runtime.Object{newPod(testName, owned, readyPod("10.0.0.5"), podMeta(
