@@ -270,6 +270,7 @@ func (c *Controller) manage(ctx context.Context, key string, pool *extensionsv1b
 	return errors.Join(c.deleteMembers(ctx, key, pool, deletes), c.createMembers(ctx, key, pool, rev, creates))
 }
 
+// countReady is how many of members are Ready.
 func countReady(members []*agentsv1beta1.Sandbox) int {
 	n := 0
 	for _, sb := range members {

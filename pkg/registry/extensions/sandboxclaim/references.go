@@ -48,31 +48,38 @@ func (r *References) Template(ctx context.Context, name string) (*extensions.San
 	return get[extensions.SandboxTemplate](ctx, r.Templates, name)
 }
 
-// resolve reads, before a claim is created, the pool and the template it names. A claim by
-// warmPoolRef alone gets its pool's template here, so that the use of that template is what is
-// authorized. A pool or template that does not exist is left for validate to report against its
-// field; any other failure to read one (etcd unreachable, say) is returned as it is, an error the
-// client may retry, not an invalid claim.
+// resolve reads, before a claim is created, the pool and the template it names (fillTemplate).
+// A template that does not exist is left for validate to report against its field; any other
+// failure to read it (etcd unreachable, say) is returned as it is, an error the client may retry,
+// not an invalid claim.
 func (r *References) resolve(ctx context.Context, c *extensions.SandboxClaim) error {
-	if r == nil {
-		return nil
+	if err := r.fillTemplate(ctx, c); err != nil {
+		return err
 	}
-	if ref := c.Spec.WarmPoolRef; ref != nil && ref.Name != "" {
-		pool, err := get[extensions.SandboxWarmPool](ctx, r.Pools, ref.Name)
-		switch {
-		case err == nil:
-			if c.Spec.TemplateRef.Name == "" {
-				c.Spec.TemplateRef.Name = pool.Spec.TemplateRef.Name
-			}
-		case !apierrors.IsNotFound(err):
-			return err
-		}
-	}
-	if name := c.Spec.TemplateRef.Name; name != "" {
+	if name := c.Spec.TemplateRef.Name; r != nil && name != "" {
 		if _, err := get[extensions.SandboxTemplate](ctx, r.Templates, name); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
+	return nil
+}
+
+// fillTemplate gives a claim by warmPoolRef without a template the template of its pool, so that
+// the use of that template is what is authorized. A pool that does not exist is left for validate
+// to report; any other failure to read it is returned. A claim that names its template reads
+// nothing here.
+func (r *References) fillTemplate(ctx context.Context, c *extensions.SandboxClaim) error {
+	if r == nil || c.Spec.WarmPoolRef == nil || c.Spec.WarmPoolRef.Name == "" || c.Spec.TemplateRef.Name != "" {
+		return nil
+	}
+	pool, err := get[extensions.SandboxWarmPool](ctx, r.Pools, c.Spec.WarmPoolRef.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	c.Spec.TemplateRef.Name = pool.Spec.TemplateRef.Name
 	return nil
 }
 

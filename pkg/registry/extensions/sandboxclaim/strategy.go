@@ -63,8 +63,8 @@ func (st claimStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object
 	c.Generation = 1
 	st.AddFinalizer(c)
 	// A create through an update (server-side apply) gets here without REST.Create's resolve;
-	// what cannot be read is left for Validate to report.
-	_ = st.refs.resolve(ctx, c)
+	// a pool that cannot be read is left for Validate to report.
+	_ = st.refs.fillTemplate(ctx, c)
 }
 
 func (claimStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
