@@ -24,24 +24,26 @@ const listRepeats = 5
 
 // APIPathResult is the content of _output/bench/apipath.json.
 type APIPathResult struct {
-	Machine            Machine   `json:"machine"`
-	Objects            int       `json:"objects"`
-	Clients            int       `json:"clients"`
-	ObjectBytes        int       `json:"objectBytes"`
-	CreateSeconds      float64   `json:"createSeconds"`
-	CreatesPerSecond   float64   `json:"createsPerSecond"`
-	CreateLatencyP50Ms float64   `json:"createLatencyP50Ms"`
-	CreateLatencyP99Ms float64   `json:"createLatencyP99Ms"`
-	CreateLatencyMaxMs float64   `json:"createLatencyMaxMs"`
-	CreatesRetried     int       `json:"createsRetriedByTheClient"`
-	ListPageSize       int       `json:"listPageSize"`
-	ListPages          int       `json:"listPages"`
-	ListJSONSeconds    float64   `json:"listJSONSeconds"`
-	ListJSONRuns       []float64 `json:"listJSONRunsSeconds"`
-	ListProtoSeconds   float64   `json:"listProtobufSeconds"`
-	ListProtoRuns      []float64 `json:"listProtobufRunsSeconds"`
-	LoadAverage        string    `json:"loadAverage"`
-	Note               string    `json:"note"`
+	Machine            Machine `json:"machine"`
+	Objects            int     `json:"objects"`
+	Clients            int     `json:"clients"`
+	ObjectBytes        int     `json:"objectBytes"`
+	CreateSeconds      float64 `json:"createSeconds"`
+	CreatesPerSecond   float64 `json:"createsPerSecond"`
+	CreateLatencyP50Ms float64 `json:"createLatencyP50Ms"`
+	CreateLatencyP99Ms float64 `json:"createLatencyP99Ms"`
+	CreateLatencyMaxMs float64 `json:"createLatencyMaxMs"`
+	CreatesRetried     int     `json:"createsRetriedByTheClient"`
+	// CPUMsPerCreate is the CPU each process of the plane spent per create while they ran.
+	CPUMsPerCreate   map[string]float64 `json:"cpuMsPerCreate"`
+	ListPageSize     int                `json:"listPageSize"`
+	ListPages        int                `json:"listPages"`
+	ListJSONSeconds  float64            `json:"listJSONSeconds"`
+	ListJSONRuns     []float64          `json:"listJSONRunsSeconds"`
+	ListProtoSeconds float64            `json:"listProtobufSeconds"`
+	ListProtoRuns    []float64          `json:"listProtobufRunsSeconds"`
+	LoadAverage      string             `json:"loadAverage"`
+	Note             string             `json:"note"`
 }
 
 // BenchmarkAPIPath measures the path every client of the cluster takes: through kube-apiserver
@@ -69,10 +71,12 @@ func BenchmarkAPIPath(b *testing.B) {
 	}
 
 	b.ResetTimer()
+	cpuBefore := c.readPlaneCPU()
 	latencies, createWall, retried, err := createAll(ctx, protoClient, ns, noChildren)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpuPerCreate := cpuPerOp(cpuBefore, c.readPlaneCPU(), objects)
 	var jsonRuns, protoRuns []float64
 	pages := 0
 	for range listRepeats {
@@ -105,6 +109,7 @@ func BenchmarkAPIPath(b *testing.B) {
 		CreateLatencyP99Ms: ms(percentile(latencies, 99)),
 		CreateLatencyMaxMs: ms(latencies[len(latencies)-1]),
 		CreatesRetried:     retried,
+		CPUMsPerCreate:     cpuPerCreate,
 		ListPageSize:       pageSize,
 		ListPages:          pages,
 		ListJSONSeconds:    median(jsonRuns),
@@ -123,6 +128,7 @@ func BenchmarkAPIPath(b *testing.B) {
 	fmt.Println("\nAPI path through kube-apiserver")
 	fmt.Printf("  %-18s %d Sandboxes of %d B JSON from %d concurrent clients\n", "objects x clients", res.Objects, res.ObjectBytes, res.Clients)
 	fmt.Printf("  %-18s %.1f /s; p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", "creates", res.CreatesPerSecond, res.CreateLatencyP50Ms, res.CreateLatencyP99Ms, res.CreateLatencyMaxMs)
+	fmt.Printf("  %-18s %s\n", "CPU per create", formatCPUPerOp(res.CPUMsPerCreate))
 	fmt.Printf("  %-18s %d creates found their own retried first attempt stored\n", "client retries", res.CreatesRetried)
 	fmt.Printf("  %-18s JSON %.3f s %v; protobuf %.3f s %v (%d pages of %d)\n", "full list", res.ListJSONSeconds, jsonRuns, res.ListProtoSeconds, protoRuns, res.ListPages, res.ListPageSize)
 	fmt.Printf("  %-18s %s\n", "load average", res.LoadAverage)

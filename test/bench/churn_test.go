@@ -71,7 +71,10 @@ type ChurnResult struct {
 	RSSAfterMiB  float64        `json:"rssAfterMiB"`
 	HeapAfterMiB float64        `json:"heapInuseAfterMiB"`
 	SettleS      float64        `json:"settleSeconds"`
-	Note         string         `json:"note"`
+	// CPUMsPerClaim is the CPU each process of the plane spent per claim, from the first create
+	// until the namespace held only the pool again.
+	CPUMsPerClaim map[string]float64 `json:"cpuMsPerClaim"`
+	Note          string             `json:"note"`
 }
 
 // churnParams reads the run's shape from the environment: SANDBOX_BENCH_CHURN_RATE (claims/s),
@@ -230,6 +233,7 @@ func BenchmarkChurn(b *testing.B) {
 	var creates sync.WaitGroup
 	var errMu sync.Mutex
 	sem := make(chan struct{}, maxInFlight)
+	cpuBefore := c.readPlaneCPU()
 	first := time.Now()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	for i := range total {
@@ -284,6 +288,7 @@ func BenchmarkChurn(b *testing.B) {
 		return res.LeftBehindClaims+res.LeftBehindSandboxes+res.LeftBehindPods == 0, nil
 	})
 	res.CleanupMs = ms(time.Since(cleanupFrom))
+	res.CPUMsPerClaim = cpuPerOp(cpuBefore, c.readPlaneCPU(), total)
 	if err != nil {
 		b.Logf("churn: left behind after %s: %d claims, %d sandboxes, %d pods", time.Since(cleanupFrom).Round(time.Second),
 			res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods)
@@ -312,6 +317,7 @@ func BenchmarkChurn(b *testing.B) {
 		res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods, res.CleanupMs/1000)
 	fmt.Printf("  sandbox-apiserver RSS: %.0f MiB at the start, peak %.0f MiB, %.0f MiB %s after the load (heap in use %.0f MiB)\n",
 		res.RSSStartMiB, res.RSSPeakMiB, res.RSSAfterMiB, settle, res.HeapAfterMiB)
+	fmt.Printf("  CPU per claim: %s\n", formatCPUPerOp(res.CPUMsPerClaim))
 	fmt.Printf("  %8s %10s %10s %10s\n", "window", "created/s", "Ready/s", "deleted/s")
 	for _, w := range res.Windows {
 		fmt.Printf("  %7.0fs %10.1f %10.1f %10.1f\n", w.StartS, w.CreatedPerS, w.ReadyPerS, w.DeletedPerS)

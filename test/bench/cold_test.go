@@ -43,7 +43,10 @@ type ColdResult struct {
 	OurWritesPerSandbox     float64     `json:"ourAPIWritesPerSandbox"`
 	MainWrites              writeCounts `json:"mainAPIWrites"`
 	OurWrites               writeCounts `json:"ourAPIWrites"`
-	Note                    string      `json:"note"`
+	// CPUMsPerSandbox is the CPU each process of the plane spent per Sandbox, from the first
+	// create until all were Ready.
+	CPUMsPerSandbox map[string]float64 `json:"cpuMsPerSandbox"`
+	Note            string             `json:"note"`
 }
 
 // BenchmarkColdStart creates SANDBOX_BENCH_COLD_SANDBOXES Sandboxes (default 300, as issue 13
@@ -114,6 +117,7 @@ func BenchmarkColdStart(b *testing.B) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	errs := make(chan error, sandboxes)
+	cpuBefore := c.readPlaneCPU()
 	first := time.Now()
 	for range clients {
 		wg.Go(func() {
@@ -145,6 +149,7 @@ func BenchmarkColdStart(b *testing.B) {
 	}); err != nil {
 		b.Fatalf("%d of %d sandboxes Ready: %v", readyAt.len(), sandboxes, err)
 	}
+	res.CPUMsPerSandbox = cpuPerOp(cpuBefore, c.readPlaneCPU(), sandboxes)
 
 	var ready, toPod []time.Duration
 	last := first
@@ -191,6 +196,7 @@ func BenchmarkColdStart(b *testing.B) {
 		res.AllReadyMs, res.ReadyP50Ms, res.ReadyP99Ms, res.PodCreateP50Ms, res.PodCreateP99Ms, res.MainWritesPerSandbox, res.MainAllWritesPerSandbox, res.OurWritesPerSandbox)
 	b.Logf("main writes %v", res.MainWrites)
 	b.Logf("our writes %v", res.OurWrites)
+	fmt.Printf("CPU per sandbox: %s\n", formatCPUPerOp(res.CPUMsPerSandbox))
 	if err := writeJSON(filepath.Join(c.root, "_output/bench/cold.json"), res); err != nil {
 		b.Fatal(err)
 	}

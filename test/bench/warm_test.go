@@ -61,6 +61,9 @@ type WarmRun struct {
 	OurWritesPerClaim  float64     `json:"ourAPIWritesPerClaim"`
 	MainWrites         writeCounts `json:"mainAPIWrites"`
 	OurWrites          writeCounts `json:"ourAPIWrites"`
+	// CPUMsPerClaim is the CPU each process of the plane spent per claim, from the first create
+	// until the claimed pods were relabelled; it includes the pool's refill meanwhile.
+	CPUMsPerClaim map[string]float64 `json:"cpuMsPerClaim"`
 }
 
 // WarmResult is the content of _output/bench/warm.json.
@@ -198,6 +201,7 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 	if spec.during != nil {
 		stopDuring = spec.during(ctx)
 	}
+	cpuBefore := c.readPlaneCPU()
 	first := time.Now()
 	if rate == 0 {
 		for i := range claims {
@@ -260,6 +264,7 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 	}); err != nil {
 		b.Fatalf("pods of the claimed sandboxes not relabelled: %v", err)
 	}
+	run.CPUMsPerClaim = cpuPerOp(cpuBefore, c.readPlaneCPU(), claims)
 	mainAfter, err := c.mainWrites(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -282,6 +287,7 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 		prefix, claims, run.CreatedPerS, run.ReadyPerS, run.CreatorP50Ms, run.CreatorP99Ms, run.P50Ms, run.P99Ms, run.AllReadyMs)
 	b.Logf("%s: main writes %v", prefix, run.MainWrites)
 	b.Logf("%s: our writes %v", prefix, run.OurWrites)
+	b.Logf("%s: CPU per claim: %s", prefix, formatCPUPerOp(run.CPUMsPerClaim))
 	c.deleteNamespace(b, ns)
 	return run
 }
