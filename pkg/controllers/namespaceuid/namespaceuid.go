@@ -30,12 +30,18 @@ func Stale(obj metav1.Object, ns *corev1.Namespace) bool {
 	return recorded != "" && recorded != ns.UID
 }
 
-// StaleIn says whether obj was made in an earlier namespace of the same name as the one the
-// cache holds: a controller makes nothing for it (namespacecleanup deletes it). An object whose
-// namespace the cache does not hold yet is not known to be stale.
-func StaleIn(namespaces corelisters.NamespaceLister, obj metav1.Object) bool {
+// Inactive says whether a controller should make nothing for obj: it was made in an earlier
+// namespace of the same name (namespacecleanup deletes it), or its namespace is being deleted.
+// The cluster refuses anything new in a terminating namespace and deletes obj with it, so a child
+// made there only fails, and each failure used to be retried until the namespace was gone.
+// Deleting obj's children (its finalizer) goes on as usual. An object whose namespace the cache
+// does not hold yet is not known to be inactive.
+func Inactive(namespaces corelisters.NamespaceLister, obj metav1.Object) bool {
 	ns, err := namespaces.Get(obj.GetNamespace())
-	return err == nil && Stale(obj, ns)
+	if err != nil {
+		return false
+	}
+	return Stale(obj, ns) || ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating
 }
 
 // SameNamespace says whether a and b were made in the same namespace, as far as their records

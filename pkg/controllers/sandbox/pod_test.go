@@ -255,6 +255,13 @@ func TestSyncPod(t *testing.T) {
 			wantWrites: nil,
 		},
 		{
+			name:    "a Sandbox in a namespace being deleted: no pod is made (the cluster would refuse it), nothing written",
+			sandbox: newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "namespace-uid")),
+			cached: []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "namespace-uid"},
+				Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}},
+			wantWrites: nil,
+		},
+		{
 			name:       "a Sandbox of the namespace it names by UID is served",
 			sandbox:    newSandbox(withAnnotation(agentsv1beta1.NamespaceUIDAnnotation, "namespace-uid")),
 			cached:     []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "namespace-uid"}}},

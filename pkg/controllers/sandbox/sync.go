@@ -41,9 +41,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if namespaceuid.StaleIn(c.namespaces, cached) {
-		// Left by an earlier namespace of this name: nothing is made for it in the new one;
-		// namespacecleanup deletes it.
+	if namespaceuid.Inactive(c.namespaces, cached) {
+		// Left by an earlier namespace of this name (namespacecleanup deletes it), or in a
+		// namespace being deleted: nothing is made for it.
 		return nil
 	}
 	if !slices.Contains(cached.Finalizers, Finalizer) {

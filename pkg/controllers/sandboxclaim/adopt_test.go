@@ -488,7 +488,8 @@ func TestAdoptWithoutTemplate(t *testing.T) {
 
 // TestNamespaceOfEarlierObjects: objects recorded with the UID of an earlier namespace of the same
 // name (deleted and created again while the server was away) are not served: such a claim makes
-// and takes nothing, and such a warm member is not handed to a claim of the new namespace.
+// and takes nothing, and such a warm member is not handed to a claim of the new namespace. A claim
+// in a namespace being deleted makes and takes nothing either.
 func TestNamespaceOfEarlierObjects(t *testing.T) {
 	recorded := func(uid string) map[string]string {
 		if uid == "" {
@@ -499,12 +500,14 @@ func TestNamespaceOfEarlierObjects(t *testing.T) {
 	for _, tc := range []struct {
 		name                  string
 		claimUID, memberUID   string
+		terminating           bool
 		wantAdopt, wantCreate bool
 	}{
 		{name: "claim and member of the namespace: adopted", claimUID: "ns-now", memberUID: "ns-now", wantAdopt: true},
 		{name: "member of an earlier namespace: not offered, a cold sandbox instead", claimUID: "ns-now", memberUID: "ns-before", wantCreate: true},
 		{name: "claim of an earlier namespace: nothing made or taken", claimUID: "ns-before", memberUID: "ns-now"},
 		{name: "member stored before UIDs were recorded: adopted", claimUID: "ns-now", wantAdopt: true},
+		{name: "namespace being deleted: nothing made or taken", claimUID: "ns-now", memberUID: "ns-now", terminating: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			claim := newClaim(func(c *extensionsv1beta1.SandboxClaim) { c.Annotations = recorded(tc.claimUID) })
@@ -512,7 +515,11 @@ func TestNamespaceOfEarlierObjects(t *testing.T) {
 				maps.Copy(sb.Annotations, recorded(tc.memberUID))
 			})
 			f := newFixture(t, claim, newTemplate())
-			f.must(f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "ns-now"}}))
+			namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: "ns-now"}}
+			if tc.terminating {
+				namespace.Status.Phase = corev1.NamespaceTerminating
+			}
+			f.must(f.namespaces.Add(namespace))
 			f.add(member)
 			f.warm(member)
 			f.mustSync(testClaim)

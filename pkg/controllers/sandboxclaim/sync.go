@@ -45,8 +45,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if namespaceuid.StaleIn(c.namespaces, cached) {
-		return nil // left by an earlier namespace of this name: namespacecleanup deletes it
+	if namespaceuid.Inactive(c.namespaces, cached) {
+		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(cached.Finalizers, finalizer) {
 		return c.setFinalizer(ctx, cached, true)

@@ -15,8 +15,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -56,6 +58,7 @@ type Controller struct {
 
 	templates  extlisters.SandboxTemplateLister
 	policies   networkinglisters.NetworkPolicyLister
+	namespaces corelisters.NamespaceLister
 	serverPeer *networkingv1.NetworkPolicyPeer
 }
 
@@ -69,8 +72,10 @@ type Config struct {
 	// NetworkPolicies needs to hold only the policies labelled with
 	// agents.x-k8s.io/sandbox-template-ref-hash: every policy this controller writes carries it.
 	NetworkPolicies networkinginformers.NetworkPolicyInformer
-	Events          record.EventRecorder
-	Workers         int
+	// Namespaces tells a namespace being deleted, where no policy is made.
+	Namespaces coreinformers.NamespaceInformer
+	Events     record.EventRecorder
+	Workers    int
 	// ServerPeer selects the API server's own pods, which the secure default policy admits so
 	// that sandboxes/proxy reaches the sandboxes; nil when the server does not know its pods.
 	ServerPeer *networkingv1.NetworkPolicyPeer
@@ -85,10 +90,11 @@ func New(c Config) (*Controller, error) {
 		workers:    max(c.Workers, 1),
 		templates:  c.Templates.Lister(),
 		policies:   c.NetworkPolicies.Lister(),
+		namespaces: c.Namespaces.Lister(),
 		serverPeer: c.ServerPeer,
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
-	ctrl.synced = []cache.InformerSynced{c.Templates.Informer().HasSynced, c.NetworkPolicies.Informer().HasSynced}
+	ctrl.synced = []cache.InformerSynced{c.Templates.Informer().HasSynced, c.NetworkPolicies.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
 	if _, err := c.Templates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    ctrl.loop.Enqueue,
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },

@@ -19,6 +19,7 @@ import (
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 )
@@ -52,6 +53,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if t.DeletionTimestamp != nil {
 		return c.finalize(ctx, t)
+	}
+	if namespaceuid.Inactive(c.namespaces, t) {
+		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(t.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
@@ -32,10 +33,11 @@ import (
 const ns = "team-a"
 
 type fixture struct {
-	kube   *kubefake.Clientset
-	client *fake.Clientset
-	events *record.FakeRecorder
-	ctrl   *Controller
+	kube       *kubefake.Clientset
+	client     *fake.Clientset
+	events     *record.FakeRecorder
+	namespaces cache.Indexer
+	ctrl       *Controller
 }
 
 // newFixture builds the controller on informers that are never started: their indexers hold
@@ -58,7 +60,9 @@ func newFixture(t *testing.T, templates []*extensionsv1beta1.SandboxTemplate, po
 	ourInformers := externalversions.NewSharedInformerFactory(f.client, 0)
 	tInf := ourInformers.Extensions().V1beta1().SandboxTemplates()
 	npInf := kubeInformers.Networking().V1().NetworkPolicies()
-	ctrl, err := New(Config{Kube: f.kube, Client: f.client, Templates: tInf, NetworkPolicies: npInf, Events: f.events, Workers: 1})
+	nsInf := kubeInformers.Core().V1().Namespaces()
+	f.namespaces = nsInf.Informer().GetIndexer()
+	ctrl, err := New(Config{Kube: f.kube, Client: f.client, Templates: tInf, NetworkPolicies: npInf, Namespaces: nsInf, Events: f.events, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +235,22 @@ func TestSyncCreatesPolicy(t *testing.T) {
 				t.Errorf("events = %v", ev)
 			}
 		})
+	}
+}
+
+// TestSyncTerminatingNamespace: in a namespace being deleted, where the cluster refuses new
+// objects, no policy is made and nothing is written.
+func TestSyncTerminatingNamespace(t *testing.T) {
+	f := newFixture(t, []*extensionsv1beta1.SandboxTemplate{template("default")}, nil)
+	if err := f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ctrl.sync(context.Background(), ns+"/default"); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("writes = %v, want none", w)
 	}
 }
 

@@ -57,8 +57,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if pool.DeletionTimestamp != nil {
 		return c.finalize(ctx, key, pool)
 	}
-	if namespaceuid.StaleIn(c.namespaces, pool) {
-		return nil // left by an earlier namespace of this name: namespacecleanup deletes it
+	if namespaceuid.Inactive(c.namespaces, pool) {
+		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(pool.Finalizers, Finalizer) {
 		// Created while this controller was off: take the finalizer now, then come back.

@@ -930,17 +930,20 @@ func TestEventHandlersQueuePools(t *testing.T) {
 
 // TestPoolOfAnEarlierNamespaceMakesNothing: a pool recorded with the UID of an earlier namespace
 // of its name (deleted and created again while the server was away) makes no members in the new
-// one; namespacecleanup deletes it.
+// one; namespacecleanup deletes it. Nor does a pool whose namespace is being deleted, where the
+// API refuses new Sandboxes.
 func TestPoolOfAnEarlierNamespaceMakesNothing(t *testing.T) {
 	tmpl := newTemplate("tmpl", "img:v1")
 	for _, tc := range []struct {
 		name        string
 		recorded    string
+		terminating bool
 		wantCreates int
 	}{
 		{name: "recorded with the namespace's UID: members made", recorded: "ns-uid-now", wantCreates: 2},
 		{name: "recorded with an earlier namespace's UID: nothing made", recorded: "ns-uid-before"},
 		{name: "recorded with none (made before UIDs were recorded): members made", wantCreates: 2},
+		{name: "namespace being deleted: nothing made", recorded: "ns-uid-now", terminating: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := newPool("pool", "tmpl", 2, extensionsv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType)
@@ -948,7 +951,11 @@ func TestPoolOfAnEarlierNamespaceMakesNothing(t *testing.T) {
 				pool.Annotations = map[string]string{agentsv1beta1.NamespaceUIDAnnotation: tc.recorded}
 			}
 			f := newFixture(t, 0, pool, tmpl)
-			if err := f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "ns-uid-now"}}); err != nil {
+			namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "ns-uid-now"}}
+			if tc.terminating {
+				namespace.Status.Phase = corev1.NamespaceTerminating
+			}
+			if err := f.namespaces.Add(namespace); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.sync(ns + "/pool"); err != nil {
