@@ -71,9 +71,12 @@ type ChurnResult struct {
 	RSSAfterMiB  float64        `json:"rssAfterMiB"`
 	HeapAfterMiB float64        `json:"heapInuseAfterMiB"`
 	SettleS      float64        `json:"settleSeconds"`
-	// CPUMsPerClaim is the CPU each process of the plane spent per claim, from the first create
-	// until the namespace held only the pool again.
+	// CPUMsPerClaim is the CPU each process of the plane spent per claim, and MainWrites and
+	// OurWrites the writes each API served, from the first create until the namespace held only
+	// the pool again.
 	CPUMsPerClaim map[string]float64 `json:"cpuMsPerClaim"`
+	MainWrites    writeCounts        `json:"mainAPIWrites"`
+	OurWrites     writeCounts        `json:"ourAPIWrites"`
 	Note          string             `json:"note"`
 }
 
@@ -233,6 +236,14 @@ func BenchmarkChurn(b *testing.B) {
 	var creates sync.WaitGroup
 	var errMu sync.Mutex
 	sem := make(chan struct{}, maxInFlight)
+	mainBefore, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oursBefore, err := c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cpuBefore := c.readPlaneCPU()
 	first := time.Now()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
@@ -283,12 +294,18 @@ func BenchmarkChurn(b *testing.B) {
 	lastDeleteMu.Lock()
 	cleanupFrom := lastDelete
 	lastDeleteMu.Unlock()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods = c.leftBehind(ctx, b, ns, poolSize)
 		return res.LeftBehindClaims+res.LeftBehindSandboxes+res.LeftBehindPods == 0, nil
 	})
 	res.CleanupMs = ms(time.Since(cleanupFrom))
 	res.CPUMsPerClaim = cpuPerOp(cpuBefore, c.readPlaneCPU(), total)
+	if mainAfter, err := c.mainWrites(ctx); err == nil {
+		res.MainWrites = mainAfter.minus(mainBefore).workload()
+	}
+	if oursAfter, err := c.ourWrites(ctx); err == nil {
+		res.OurWrites = oursAfter.minus(oursBefore).workload()
+	}
 	if err != nil {
 		b.Logf("churn: left behind after %s: %d claims, %d sandboxes, %d pods", time.Since(cleanupFrom).Round(time.Second),
 			res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods)
@@ -318,6 +335,7 @@ func BenchmarkChurn(b *testing.B) {
 	fmt.Printf("  sandbox-apiserver RSS: %.0f MiB at the start, peak %.0f MiB, %.0f MiB %s after the load (heap in use %.0f MiB)\n",
 		res.RSSStartMiB, res.RSSPeakMiB, res.RSSAfterMiB, settle, res.HeapAfterMiB)
 	fmt.Printf("  CPU per claim: %s\n", formatCPUPerOp(res.CPUMsPerClaim))
+	fmt.Printf("  main writes: %v\n  our writes: %v\n", res.MainWrites, res.OurWrites)
 	fmt.Printf("  %8s %10s %10s %10s\n", "window", "created/s", "Ready/s", "deleted/s")
 	for _, w := range res.Windows {
 		fmt.Printf("  %7.0fs %10.1f %10.1f %10.1f\n", w.StartS, w.CreatedPerS, w.ReadyPerS, w.DeletedPerS)
