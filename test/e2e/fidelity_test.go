@@ -69,7 +69,8 @@ spec:
 `
 
 // TestClaimTakesStartingMember: with no Ready member, a claim takes a member still starting
-// instead of a cold sandbox, and becomes Ready when its pod does.
+// instead of a cold sandbox (bound at create, or by the controller when the create's caches had
+// not seen the member yet), and becomes Ready when its pod does.
 func TestClaimTakesStartingMember(t *testing.T) {
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(startingTemplate, ns)+"---\n"+fmt.Sprintf(warmPool, "pool", 1, "agent", "OnReplenish"))

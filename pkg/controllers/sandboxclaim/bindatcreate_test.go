@@ -15,6 +15,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -245,6 +246,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 		// (deleted since they were queued).
 		queued, forced, hidden []*agentsv1beta1.Sandbox
 		wantBound              string // the member committed; "" when BindAtCreate reports false
+		wantStarting           bool   // the member bound is still starting: the claim is stored not Ready
 		wantQueued             []string
 		thenPlainGets          string // after a refusal, the member a plain claim then gets
 	}
@@ -400,9 +402,18 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			hidden: []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 		},
 	}
-	for _, u := range append(unofferable(), starting()...) {
+	for _, u := range unofferable() {
 		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
 	}
+	for _, u := range starting() {
+		cases = append(cases, bindCase{name: "a member " + u.why + " is bound when no Ready one is left",
+			queued: []*agentsv1beta1.Sandbox{u.member}, wantBound: "m1", wantStarting: true})
+	}
+	cases = append(cases, bindCase{
+		name:      "a Ready member before an older starting one",
+		queued:    []*agentsv1beta1.Sandbox{starting()[0].member, ready("r1", testPool)},
+		wantBound: "r1",
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newBindFixture(t)
@@ -422,7 +433,8 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			}
 			setSynced(f, !tc.unsynced)
 			claim := creatingClaim(tc.claim...)
-			before := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "")
+			before := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "") +
+				claimCreations(t, metrics.LaunchWarm, testPool, metrics.PodNotReady)
 
 			spy := &commitSpy{}
 			ctx := context.Background()
@@ -440,7 +452,8 @@ func TestBindAtCreateCandidates(t *testing.T) {
 				t.Fatalf("BindAtCreate = %v, want %v (commit got %q)", ok, tc.wantBound != "", spy.candidates())
 			}
 			events := f.eventReasons()
-			counted := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "") - before
+			counted := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "") +
+				claimCreations(t, metrics.LaunchWarm, testPool, metrics.PodNotReady) - before
 			if tc.wantBound != "" {
 				if got := spy.candidates(); !slices.Equal(got, []string{tc.wantBound}) {
 					t.Fatalf("commit got %q, want only %s", got, tc.wantBound)
@@ -452,7 +465,13 @@ func TestBindAtCreateCandidates(t *testing.T) {
 				if call.claim.Status.SandboxStatus.Name != tc.wantBound {
 					t.Errorf("status.sandbox.name = %q, want %q", call.claim.Status.SandboxStatus.Name, tc.wantBound)
 				}
-				checkReady(t, call.claim, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+				if tc.wantStarting {
+					if meta.IsStatusConditionTrue(call.claim.Status.Conditions, sandboxReadyKey) {
+						t.Errorf("claim stored Ready with a member still starting: %+v", call.claim.Status.Conditions)
+					}
+				} else {
+					checkReady(t, call.claim, metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready")
+				}
 				if !slices.Equal(events, []string{"SandboxAdopted"}) {
 					t.Errorf("events = %q, want SandboxAdopted", events)
 				}

@@ -249,8 +249,8 @@ func testPools() []*extensionsv1beta1.SandboxWarmPool {
 	return out
 }
 
-// starting are members of the test pool whose pod is not Ready yet: the controller's adoption may
-// take them when no Ready member is left, the binding at create never does.
+// starting are members of the test pool whose pod is not Ready yet: the controller's adoption and
+// the binding at create take them when no Ready member is left.
 func starting() []struct {
 	why    string
 	member *agentsv1beta1.Sandbox

@@ -63,7 +63,7 @@ const FieldManager = "sandboxclaim-controller"
 var bindings = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name: "sandbox_claim_bindings_total",
 	Help: "Claims created while a chooser served, by result: bound (stored with a warm sandbox), " +
-		"unbound (stored as they are: not a plain warm claim, or no Ready member), conflict (a " +
+		"unbound (stored as they are: not a plain warm claim, or no member left), conflict (a " +
 		"candidate taken since it was chosen; another is tried), name_taken, unbindable (the binding " +
 		"failed checks; stored as they are) and error.",
 	StabilityLevel: metrics.ALPHA,
