@@ -18,8 +18,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
 
-// maxBindAttempts bounds the commits one create request tries; after that the claim is stored
-// unserved and this controller's sync goes on from there.
+// maxBindAttempts bounds the commits one create request tries in each bucket (Ready, then starting);
+// after that the claim is stored unserved and this controller's sync goes on from there.
 const maxBindAttempts = 4
 
 // BindAtCreate serves a claim being created from a warm pool, so that it is stored already
