@@ -54,7 +54,7 @@ verify: vet
 # plane, with kube-apiserver's profiling on for the burst's CPU profiles.
 bench: build tools
 	PROFILING=true hack/local-up.sh start
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/bench/...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/...
 
 # Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) built from the module proxy.
 tools:
