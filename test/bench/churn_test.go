@@ -236,14 +236,7 @@ func BenchmarkChurn(b *testing.B) {
 	var creates sync.WaitGroup
 	var errMu sync.Mutex
 	sem := make(chan struct{}, maxInFlight)
-	mainBefore, err := c.mainWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	oursBefore, err := c.ourWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mainBefore, oursBefore := c.bothWrites(ctx, b)
 	cpuBefore := c.readPlaneCPU()
 	first := time.Now()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
@@ -294,18 +287,14 @@ func BenchmarkChurn(b *testing.B) {
 	lastDeleteMu.Lock()
 	cleanupFrom := lastDelete
 	lastDeleteMu.Unlock()
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods = c.leftBehind(ctx, b, ns, poolSize)
 		return res.LeftBehindClaims+res.LeftBehindSandboxes+res.LeftBehindPods == 0, nil
 	})
 	res.CleanupMs = ms(time.Since(cleanupFrom))
 	res.CPUMsPerClaim = cpuPerOp(cpuBefore, c.readPlaneCPU(), total)
-	if mainAfter, err := c.mainWrites(ctx); err == nil {
-		res.MainWrites = mainAfter.minus(mainBefore).workload()
-	}
-	if oursAfter, err := c.ourWrites(ctx); err == nil {
-		res.OurWrites = oursAfter.minus(oursBefore).workload()
-	}
+	mainAfter, oursAfter := c.bothWrites(ctx, b)
+	res.MainWrites, res.OurWrites = mainAfter.minus(mainBefore).workload(), oursAfter.minus(oursBefore).workload()
 	if err != nil {
 		b.Logf("churn: left behind after %s: %d claims, %d sandboxes, %d pods", time.Since(cleanupFrom).Round(time.Second),
 			res.LeftBehindClaims, res.LeftBehindSandboxes, res.LeftBehindPods)

@@ -165,6 +165,21 @@ func (c *cluster) ourWrites(ctx context.Context) (writeCounts, error) {
 	return parseWrites(string(raw)), nil
 }
 
+// bothWrites snapshots the writes both APIs have served, failing the benchmark when either does
+// not answer.
+func (c *cluster) bothWrites(ctx context.Context, b *testing.B) (main, ours writeCounts) {
+	b.Helper()
+	main, err := c.mainWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ours, err = c.ourWrites(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return main, ours
+}
+
 // waitSettled waits until neither API has served a workload write (see workload) for a second,
 // for at most a minute.
 func (c *cluster) waitSettled(ctx context.Context, b *testing.B) {

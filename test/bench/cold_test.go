@@ -105,14 +105,7 @@ func BenchmarkColdStart(b *testing.B) {
 		b.Fatal("informers did not sync")
 	}
 
-	mainBefore, err := c.mainWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	oursBefore, err := c.ourWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mainBefore, oursBefore := c.bothWrites(ctx, b)
 	startAt := make([]time.Time, sandboxes)
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -175,14 +168,7 @@ func BenchmarkColdStart(b *testing.B) {
 	res.ReadyP50Ms, res.ReadyP99Ms = ms(percentile(ready, 50)), ms(percentile(ready, 99))
 	res.PodCreateP50Ms, res.PodCreateP99Ms = ms(percentile(toPod, 50)), ms(percentile(toPod, 99))
 
-	mainAfter, err := c.mainWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	oursAfter, err := c.ourWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mainAfter, oursAfter := c.bothWrites(ctx, b)
 	res.MainWrites = mainAfter.minus(mainBefore).workload()
 	res.OurWrites = oursAfter.minus(oursBefore).workload()
 	// Pod status (kwok, the kubelet's share) and bindings (the scheduler's) are not the controller's.

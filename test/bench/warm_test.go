@@ -151,14 +151,7 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 	c.waitSettled(ctx, b)
 	b.Logf("%s: plane settled in %s", prefix, time.Since(quiet).Round(time.Millisecond))
 
-	mainBefore, err := c.mainWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	oursBefore, err := c.ourWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mainBefore, oursBefore := c.bothWrites(ctx, b)
 
 	readyAt, stopWatch := c.watchClaimsReady(ctx, b, ns)
 	createdAt := make([]time.Time, claims)
@@ -265,14 +258,7 @@ func (c *cluster) warmRun(b *testing.B, spec warmSpec) WarmRun {
 		b.Fatalf("pods of the claimed sandboxes not relabelled: %v", err)
 	}
 	run.CPUMsPerClaim = cpuPerOp(cpuBefore, c.readPlaneCPU(), claims)
-	mainAfter, err := c.mainWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	oursAfter, err := c.ourWrites(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mainAfter, oursAfter := c.bothWrites(ctx, b)
 	run.MainWrites = mainAfter.minus(mainBefore).workload()
 	run.OurWrites = oursAfter.minus(oursBefore).workload()
 	// Claim path: pod relabels (PUT/PATCH pods) on the main API; the claim's create (which, bound at
