@@ -42,8 +42,11 @@ type APIPathResult struct {
 	ListJSONRuns     []float64          `json:"listJSONRunsSeconds"`
 	ListProtoSeconds float64            `json:"listProtobufSeconds"`
 	ListProtoRuns    []float64          `json:"listProtobufRunsSeconds"`
-	LoadAverage      string             `json:"loadAverage"`
-	Note             string             `json:"note"`
+	// CPUMsPerJSONList and CPUMsPerProtoList are the CPU each process spent on one full list.
+	CPUMsPerJSONList  map[string]float64 `json:"cpuMsPerJSONList"`
+	CPUMsPerProtoList map[string]float64 `json:"cpuMsPerProtobufList"`
+	LoadAverage       string             `json:"loadAverage"`
+	Note              string             `json:"note"`
 }
 
 // BenchmarkAPIPath measures the path every client of the cluster takes: through kube-apiserver
@@ -82,14 +85,21 @@ func BenchmarkAPIPath(b *testing.B) {
 	c.waitSettled(ctx, b)
 	var jsonRuns, protoRuns []float64
 	pages := 0
+	// CPU each process spent on the lists of each encoding, summed over the repeats.
+	jsonCPU, protoCPU := planeCPU{}, planeCPU{}
 	for range listRepeats {
 		for _, run := range []struct {
 			client versioned.Interface
 			into   *[]float64
-		}{{jsonClient, &jsonRuns}, {protoClient, &protoRuns}} {
+			cpu    planeCPU
+		}{{jsonClient, &jsonRuns, jsonCPU}, {protoClient, &protoRuns, protoCPU}} {
+			before := c.readPlaneCPU()
 			wall, n, items, err := listAll(ctx, run.client, ns)
 			if err != nil {
 				b.Fatal(err)
+			}
+			for name, ms := range cpuPerOp(before, c.readPlaneCPU(), 1) {
+				run.cpu[name] += ms
 			}
 			if items != objects {
 				b.Fatalf("the paginated list returned %d sandboxes, want %d", items, objects)
@@ -99,6 +109,11 @@ func BenchmarkAPIPath(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	for _, cpu := range []planeCPU{jsonCPU, protoCPU} {
+		for name := range cpu {
+			cpu[name] = round2(cpu[name] / listRepeats)
+		}
+	}
 
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	res := APIPathResult{
@@ -119,6 +134,8 @@ func BenchmarkAPIPath(b *testing.B) {
 		ListJSONRuns:       jsonRuns,
 		ListProtoSeconds:   median(protoRuns),
 		ListProtoRuns:      protoRuns,
+		CPUMsPerJSONList:   jsonCPU,
+		CPUMsPerProtoList:  protoCPU,
 		LoadAverage:        loadAverage(),
 		Note: "through kube-apiserver on the local plane; Sandboxes at replicas 0 without a Service, so no " +
 			"children are made; lists start once the controller's status writes are done, and are the median of " +
@@ -135,6 +152,7 @@ func BenchmarkAPIPath(b *testing.B) {
 	fmt.Printf("  %-18s %s\n", "CPU per create", formatCPUPerOp(res.CPUMsPerCreate))
 	fmt.Printf("  %-18s %d creates found their own retried first attempt stored\n", "client retries", res.CreatesRetried)
 	fmt.Printf("  %-18s JSON %.3f s %v; protobuf %.3f s %v (%d pages of %d)\n", "full list", res.ListJSONSeconds, jsonRuns, res.ListProtoSeconds, protoRuns, res.ListPages, res.ListPageSize)
+	fmt.Printf("  %-18s JSON: %s\n  %-18s protobuf: %s\n", "CPU per list", formatCPUPerOp(res.CPUMsPerJSONList), "", formatCPUPerOp(res.CPUMsPerProtoList))
 	fmt.Printf("  %-18s %s\n", "load average", res.LoadAverage)
 	out := filepath.Join(c.root, "_output", "bench", "apipath.json")
 	if err := writeJSON(out, res); err != nil {
