@@ -9,7 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -46,16 +46,9 @@ const cacheSyncWait = 5 * time.Second
 // waitSynced reports whether w's caches are synced, waiting for them up to cacheSyncWait or
 // until ctx is done.
 func (w warmChooser) waitSynced(ctx context.Context) bool {
-	synced := func(context.Context) (bool, error) {
-		for _, s := range w.synced {
-			if !s() {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheSyncWait, true, synced)
-	return err == nil
+	ctx, cancel := context.WithTimeout(ctx, cacheSyncWait)
+	defer cancel()
+	return cache.WaitForCacheSync(ctx.Done(), w.synced...)
 }
 
 // BindAtCreate does what Controller.BindAtCreate says, from w's queue and caches: the claim
