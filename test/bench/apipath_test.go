@@ -24,16 +24,9 @@ const listRepeats = 5
 
 // APIPathResult is the content of _output/bench/apipath.json.
 type APIPathResult struct {
-	Machine            Machine `json:"machine"`
-	Objects            int     `json:"objects"`
-	Clients            int     `json:"clients"`
-	ObjectBytes        int     `json:"objectBytes"`
-	CreateSeconds      float64 `json:"createSeconds"`
-	CreatesPerSecond   float64 `json:"createsPerSecond"`
-	CreateLatencyP50Ms float64 `json:"createLatencyP50Ms"`
-	CreateLatencyP99Ms float64 `json:"createLatencyP99Ms"`
-	CreateLatencyMaxMs float64 `json:"createLatencyMaxMs"`
-	CreatesRetried     int     `json:"createsRetriedByTheClient"`
+	Machine Machine `json:"machine"`
+	CreateFigures
+	CreatesRetried int `json:"createsRetriedByTheClient"`
 	// CPUMsPerCreate is the CPU each process of the plane spent per create while they ran.
 	CPUMsPerCreate   map[string]float64 `json:"cpuMsPerCreate"`
 	ListPageSize     int                `json:"listPageSize"`
@@ -115,28 +108,20 @@ func BenchmarkAPIPath(b *testing.B) {
 		}
 	}
 
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	res := APIPathResult{
-		Machine:            machine(),
-		Objects:            objects,
-		Clients:            clients,
-		ObjectBytes:        len(size),
-		CreateSeconds:      createWall.Seconds(),
-		CreatesPerSecond:   float64(objects) / createWall.Seconds(),
-		CreateLatencyP50Ms: ms(percentile(latencies, 50)),
-		CreateLatencyP99Ms: ms(percentile(latencies, 99)),
-		CreateLatencyMaxMs: ms(latencies[len(latencies)-1]),
-		CreatesRetried:     retried,
-		CPUMsPerCreate:     cpuPerCreate,
-		ListPageSize:       pageSize,
-		ListPages:          pages,
-		ListJSONSeconds:    median(jsonRuns),
-		ListJSONRuns:       jsonRuns,
-		ListProtoSeconds:   median(protoRuns),
-		ListProtoRuns:      protoRuns,
-		CPUMsPerJSONList:   jsonCPU,
-		CPUMsPerProtoList:  protoCPU,
-		LoadAverage:        loadAverage(),
+		Machine:           machine(),
+		CreateFigures:     createFigures(latencies, createWall, len(size)),
+		CreatesRetried:    retried,
+		CPUMsPerCreate:    cpuPerCreate,
+		ListPageSize:      pageSize,
+		ListPages:         pages,
+		ListJSONSeconds:   median(jsonRuns),
+		ListJSONRuns:      jsonRuns,
+		ListProtoSeconds:  median(protoRuns),
+		ListProtoRuns:     protoRuns,
+		CPUMsPerJSONList:  jsonCPU,
+		CPUMsPerProtoList: protoCPU,
+		LoadAverage:       loadAverage(),
 		Note: "through kube-apiserver on the local plane; Sandboxes at replicas 0 without a Service, so no " +
 			"children are made; lists start once the controller's status writes are done, and are the median of " +
 			fmt.Sprint(listRepeats) + " runs each, alternating JSON and protobuf",
