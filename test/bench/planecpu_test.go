@@ -36,15 +36,21 @@ func (c *cluster) readPlaneCPU() planeCPU {
 		cpu[loadGenerator] = s
 	}
 	for _, name := range planeProcesses {
-		raw, err := os.ReadFile(filepath.Join(c.root, "_output/local/pids", name+".pid"))
+		pid, err := planePID(c.root, name)
 		if err != nil {
 			continue
 		}
-		if s, ok := processCPUSeconds(strings.TrimSpace(string(raw))); ok {
+		if s, ok := processCPUSeconds(pid); ok {
 			cpu[name] = s
 		}
 	}
 	return cpu
+}
+
+// planePID is the PID of a plane process, from the PID file hack/local-up.sh keeps.
+func planePID(root, name string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "_output/local/pids", name+".pid"))
+	return strings.TrimSpace(string(raw)), err
 }
 
 // processCPUSeconds is utime+stime of /proc/PID/stat, in seconds.

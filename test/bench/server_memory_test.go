@@ -29,11 +29,10 @@ func (c *cluster) ourServer() *ourServer {
 
 // rssMiB is the server process's resident set, from the PID file hack/local-up.sh keeps.
 func (s *ourServer) rssMiB() (float64, error) {
-	raw, err := os.ReadFile(filepath.Join(s.root, "_output/local/pids/sandbox-apiserver.pid"))
+	pid, err := planePID(s.root, "sandbox-apiserver")
 	if err != nil {
 		return 0, err
 	}
-	pid := strings.TrimSpace(string(raw))
 	kib := procField("/proc/"+pid+"/status", "VmRSS")
 	if kib == 0 {
 		return 0, fmt.Errorf("no VmRSS for sandbox-apiserver (PID %s)", pid)
