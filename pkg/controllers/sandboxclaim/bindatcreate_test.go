@@ -404,6 +404,10 @@ func TestBindAtCreateCandidates(t *testing.T) {
 	}
 	for _, u := range unofferable() {
 		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
+		// Still starting, it waits in the starting bucket, which the binding now offers too.
+		starting := u.member.DeepCopy()
+		meta.SetStatusCondition(&starting.Status.Conditions, metav1.Condition{Type: sandboxReadyKey, Status: metav1.ConditionFalse, Reason: "DependenciesNotReady"})
+		cases = append(cases, bindCase{name: "a starting member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{starting}})
 	}
 	for _, u := range starting() {
 		cases = append(cases, bindCase{name: "a member " + u.why + " is bound when no Ready one is left",
