@@ -67,6 +67,9 @@ func TestConnectForwardsToThePodOnly(t *testing.T) {
 		}
 		req := httptest.NewRequest(http.MethodPost, "/apis/agents.x-k8s.io/v1beta1/namespaces/team/sandboxes/box:http/proxy"+path, strings.NewReader("payload"))
 		req.Header.Set("Authorization", "Bearer secret")
+		// Listed in Connection, the identity header would be removed by the reverse proxy after
+		// the proxy set it.
+		req.Header.Set("Connection", "X-Sandbox-User")
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusCreated || rec.Body.String() != "made" {
