@@ -17,6 +17,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
@@ -94,7 +95,8 @@ func newTestWaker(f *fakeSandboxes, timeout time.Duration) *Waker {
 }
 
 // TestWakeResumesOnce: callers that come while a Sandbox is being resumed share the one resume
-// write, and all of them get the Sandbox once it is Ready for the resumed generation.
+// write and the one watch, and all of them get the Sandbox once it is Ready for the resumed
+// generation.
 func TestWakeResumesOnce(t *testing.T) {
 	const callers = 10
 	f := &fakeSandboxes{sb: suspended(), release: make(chan struct{}), watching: make(chan struct{}, callers)}
@@ -120,9 +122,13 @@ func TestWakeResumesOnce(t *testing.T) {
 		return r != nil && r.joined == callers-1
 	})
 	close(f.release)
-	for range callers {
-		<-f.watching
-	}
+	<-f.watching
+	waitFor(t, "every caller to wait on the one watch", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		wt := w.waits[waitKey{"uid", 5}]
+		return wt != nil && wt.callers == callers
+	})
 	f.becomeReady()
 	for range callers {
 		if err := <-errs; err != nil {
@@ -131,6 +137,9 @@ func TestWakeResumesOnce(t *testing.T) {
 	}
 	if n := f.updates.Load(); n != 1 {
 		t.Errorf("%d resume writes for %d callers, want 1", n, callers)
+	}
+	if n := len(f.watchers); n != 1 {
+		t.Errorf("%d watches for %d callers, want 1", n, callers)
 	}
 	if f.sb.Spec.OperatingMode != agents.OperatingModeRunning {
 		t.Errorf("operatingMode = %q, want Running", f.sb.Spec.OperatingMode)
@@ -175,6 +184,60 @@ func TestWakeTimeout(t *testing.T) {
 	}
 	if d := status.Status().Details; d == nil || d.RetryAfterSeconds <= 0 {
 		t.Errorf("503 without Retry-After: %+v", status.Status())
+	}
+}
+
+// TestWaitersBounded: past the waiters of a sandbox, or of the server, a caller gets a 429 with
+// Retry-After at once, and a place freed is taken again.
+func TestWaitersBounded(t *testing.T) {
+	starting := func(uid string) *agents.Sandbox {
+		sb := suspended()
+		sb.UID = types.UID(uid)
+		sb.Spec.Replicas = ptr.To[int32](1)
+		sb.Spec.OperatingMode = agents.OperatingModeRunning
+		sb.Status.Conditions = nil
+		return sb
+	}
+	f := &fakeSandboxes{sb: starting("a"), release: make(chan struct{}), watching: make(chan struct{}, 10)}
+	w := New(Config{Sandboxes: f, Controllers: controlleridentity.New(), Options: Options{
+		WakeTimeout: time.Minute, ActivityInterval: time.Second, MaxWaitersPerSandbox: 2, MaxWaiters: 3}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 3)
+	for _, uid := range []string{"a", "a", "b"} {
+		go func() {
+			_, err := w.Wake(ctx, starting(uid))
+			ended <- err
+		}()
+	}
+	waitFor(t, "three waiters", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.waiters == 3
+	})
+	for _, tc := range []struct{ uid, why string }{{"a", "per sandbox"}, {"c", "per server"}} {
+		start := time.Now()
+		_, err := w.Wake(context.Background(), starting(tc.uid))
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || status.Status().Code != http.StatusTooManyRequests ||
+			status.Status().Details == nil || status.Status().Details.RetryAfterSeconds <= 0 {
+			t.Errorf("%s: Wake past the bound = %v, want a 429 with Retry-After", tc.why, err)
+		}
+		if time.Since(start) > time.Second {
+			t.Errorf("%s: the 429 took %s", tc.why, time.Since(start))
+		}
+	}
+	if n := len(f.watchers); n != 2 {
+		t.Errorf("%d watches for waiters on two sandboxes, want 2", n)
+	}
+	cancel()
+	for range 3 {
+		<-ended
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiters != 0 || len(w.waitersOf) != 0 || len(w.waits) != 0 {
+		t.Errorf("after the callers left: %d waiters, %v by sandbox, %d watches", w.waiters, w.waitersOf, len(w.waits))
 	}
 }
 
