@@ -241,6 +241,43 @@ func TestWaitersBounded(t *testing.T) {
 	}
 }
 
+// TestSharedWatchKeepsGenerationsApart: a caller that needs a newer generation (a warm sandbox
+// suspended and resumed again, or changed by the claim that adopted it, while others still wait
+// on the old one) is not answered by the Ready of the older pod: it waits on a watch of its own.
+func TestSharedWatchKeepsGenerationsApart(t *testing.T) {
+	at := func(generation int64) *agents.Sandbox {
+		sb := suspended()
+		sb.Generation = generation
+		sb.Spec.Replicas = ptr.To[int32](1)
+		sb.Status.Conditions = nil
+		return sb
+	}
+	f := &fakeSandboxes{sb: at(4), release: make(chan struct{}), watching: make(chan struct{}, 2)}
+	w := newTestWaker(f, time.Minute)
+	older, newer := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := w.Wake(context.Background(), at(4)); older <- err }()
+	<-f.watching
+	go func() { _, err := w.Wake(context.Background(), at(5)); newer <- err }()
+	<-f.watching
+	f.becomeReady()
+	if err := <-older; err != nil {
+		t.Fatalf("the caller of generation 4: %v", err)
+	}
+	select {
+	case err := <-newer:
+		t.Fatalf("the caller of generation 5 was answered by generation 4's Ready: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.mu.Lock()
+	f.sb.Generation = 5
+	f.watchers = f.watchers[1:] // the older caller's watch has ended
+	f.mu.Unlock()
+	f.becomeReady()
+	if err := <-newer; err != nil {
+		t.Fatalf("the caller of generation 5: %v", err)
+	}
+}
+
 // TestWakeRefusesGone: a Sandbox being deleted or past its shutdownTime is not resumed.
 func TestWakeRefusesGone(t *testing.T) {
 	deleting := suspended()
