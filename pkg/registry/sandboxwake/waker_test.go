@@ -138,6 +138,8 @@ func TestWakeResumesOnce(t *testing.T) {
 	if n := f.updates.Load(); n != 1 {
 		t.Errorf("%d resume writes for %d callers, want 1", n, callers)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if n := len(f.watchers); n != 1 {
 		t.Errorf("%d watches for %d callers, want 1", n, callers)
 	}
@@ -227,9 +229,13 @@ func TestWaitersBounded(t *testing.T) {
 			t.Errorf("%s: the 429 took %s", tc.why, time.Since(start))
 		}
 	}
+	<-f.watching
+	<-f.watching
+	f.mu.Lock()
 	if n := len(f.watchers); n != 2 {
 		t.Errorf("%d watches for waiters on two sandboxes, want 2", n)
 	}
+	f.mu.Unlock()
 	cancel()
 	for range 3 {
 		<-ended
