@@ -135,7 +135,8 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
+		MaxConnectionsPerSandbox: c.Wake.MaxConnectionsPerSandbox}
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/version"
 )
 
@@ -178,8 +180,10 @@ func keyOf(sb *agents.Sandbox) sandboxKey {
 	if t := sb.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; t != "" {
 		k.template = t
 	}
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && (ref.Kind == "SandboxClaim" || ref.Kind == "SandboxWarmPool") {
-		k.owner = ref.Kind
+	for _, kind := range []string{"SandboxClaim", "SandboxWarmPool"} {
+		if ownership.ControllerOf(sb, extensionsv1beta1.SchemeGroupVersion.WithKind(kind).GroupKind()) != nil {
+			k.owner = kind
+		}
 	}
 	return k
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -26,17 +27,45 @@ const (
 	OwnedByOther
 )
 
-// Of returns the relation of child to the parent with the given UID.
-func Of(child metav1.Object, parentUID types.UID) State {
-	ref := metav1.GetControllerOfNoCopy(child)
-	switch {
+// Of returns the relation of child to the parent of kind parentKind with the given UID.
+func Of(child metav1.Object, parentKind schema.GroupKind, parentUID types.UID) State {
+	switch ref := metav1.GetControllerOfNoCopy(child); {
 	case ref == nil:
 		return Unowned
-	case ref.UID == parentUID:
+	case sameObject(ref, parentKind, parentUID):
 		return Owned
 	default:
 		return OwnedByOther
 	}
+}
+
+// ControllerOf returns child's controller reference when it names an object of kind gk, nil
+// otherwise. Group and kind are compared, never the version: a reference is to the same object
+// under any version of its group, and one of another group (a bare "v1", a misspelled group) is
+// not to our kinds at all, whatever its kind says.
+func ControllerOf(child metav1.Object, gk schema.GroupKind) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(child)
+	if ref == nil || !IsKind(ref, gk) {
+		return nil
+	}
+	return ref
+}
+
+// IsControlledBy reports whether the object of kind gk with the given UID is child's controller:
+// group, kind and UID compared together.
+func IsControlledBy(child metav1.Object, gk schema.GroupKind, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(child)
+	return ref != nil && sameObject(ref, gk, uid)
+}
+
+// IsKind reports whether ref names an object of kind gk, in any version of gk's group.
+func IsKind(ref *metav1.OwnerReference, gk schema.GroupKind) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == gk.Group && ref.Kind == gk.Kind
+}
+
+func sameObject(ref *metav1.OwnerReference, gk schema.GroupKind, uid types.UID) bool {
+	return ref.UID == uid && IsKind(ref, gk)
 }
 
 // ConflictError says that an object of the name a parent needs for a child exists and the parent

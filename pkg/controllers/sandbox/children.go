@@ -83,7 +83,7 @@ func (c *Controller) reconcileChildren(ctx context.Context, sb *agentsv1beta1.Sa
 	// the pod and Service of the Sandbox that exist.
 	if err := c.reconcilePVCs(ctx, sb); err != nil {
 		state.pod, _ = c.ownedPod(sb)
-		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sb.UID) == ownership.Owned {
+		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) == ownership.Owned {
 			state.service = svc
 		}
 		return state, err
@@ -109,7 +109,7 @@ func (c *Controller) podOfName(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 // (same Sandbox UID), nil when there is none.
 func (c *Controller) ownedPod(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 	pod, err := c.podOfName(sb)
-	if pod == nil || ownership.Of(pod, sb.UID) != ownership.Owned {
+	if pod == nil || ownership.Of(pod, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
 		return nil, err
 	}
 	return pod, nil
@@ -120,7 +120,7 @@ func (c *Controller) reconcilePod(ctx context.Context, sb *agentsv1beta1.Sandbox
 	if err != nil {
 		return nil, err
 	}
-	if pod != nil && ownership.Of(pod, sb.UID) != ownership.Owned {
+	if pod != nil && ownership.Of(pod, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
 		return nil, c.conflict(sb, "Pod", pod)
 	}
 
@@ -159,7 +159,7 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ownership.Of(existing, sb.UID) != ownership.Owned {
+		if ownership.Of(existing, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
 			return nil, c.conflict(sb, "Pod", existing)
 		}
 		// Ours: its labels put back if someone took them (the cache sees only labelled pods).
@@ -305,14 +305,14 @@ func (c *Controller) deleteChildren(ctx context.Context, sb *agentsv1beta1.Sandb
 	if pod != nil && pod.DeletionTimestamp == nil {
 		errs = append(errs, c.deletePod(ctx, pod))
 	}
-	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && ownership.Of(svc, sb.UID) == ownership.Owned {
+	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) == ownership.Owned {
 		errs = append(errs, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
 			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}})))
 	}
 	if withClaims {
 		for _, vct := range sb.Spec.VolumeClaimTemplates {
 			pvc, err := c.pvcs.PersistentVolumeClaims(sb.Namespace).Get(naming.PVCName(vct.Name, sb.Name))
-			if err != nil || ownership.Of(pvc, sb.UID) != ownership.Owned || pvc.DeletionTimestamp != nil {
+			if err != nil || ownership.Of(pvc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned || pvc.DeletionTimestamp != nil {
 				continue
 			}
 			errs = append(errs, ignoreGone(c.kube.CoreV1().PersistentVolumeClaims(sb.Namespace).Delete(ctx, pvc.Name,
@@ -345,7 +345,7 @@ func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if err != nil {
 			return err
 		}
-		if ownership.Of(pvc, sb.UID) != ownership.Owned {
+		if ownership.Of(pvc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
 			return c.conflict(sb, "PersistentVolumeClaim", pvc)
 		}
 	}
@@ -400,7 +400,7 @@ func (c *Controller) reconcileService(ctx context.Context, sb *agentsv1beta1.San
 		return nil, nil
 	case svc == nil:
 		return c.createService(ctx, sb)
-	case ownership.Of(svc, sb.UID) != ownership.Owned:
+	case ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned:
 		if want != nil && *want {
 			return nil, c.conflict(sb, "Service", svc)
 		}
@@ -434,7 +434,7 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ownership.Of(existing, sb.UID) != ownership.Owned {
+		if ownership.Of(existing, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
 			return nil, c.conflict(sb, "Service", existing)
 		}
 		return c.driveService(ctx, sb, existing)

@@ -12,7 +12,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -21,6 +20,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
@@ -145,11 +145,8 @@ func (c *Controller) enqueueOwner(obj any) {
 	if !ok {
 		return
 	}
-	ref := metav1.GetControllerOfNoCopy(child)
-	if ref == nil || ref.Kind != sandboxKind.Kind {
-		return
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != sandboxKind.Group {
+	ref := ownership.ControllerOf(child, sandboxKind.GroupKind())
+	if ref == nil {
 		return
 	}
 	c.loop.Queue.Add(child.GetNamespace() + "/" + ref.Name)

@@ -17,7 +17,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -28,6 +27,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
@@ -211,7 +211,7 @@ func (c *Controller) sandboxChanged(obj any) {
 		return
 	}
 	c.chooser().track(sb)
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
+	if ref := ownership.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
 }
@@ -221,7 +221,7 @@ func (c *Controller) sandboxDeleted(obj any) {
 	if sb == nil {
 		return
 	}
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == claimKind.Kind {
+	if ref := ownership.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
 }
@@ -244,17 +244,11 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 
 // poolRef returns the controller reference of sb when it is a SandboxWarmPool, nil otherwise.
 func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || ref.Kind != warmPoolKind.Kind {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != warmPoolKind.Group {
-		return nil
-	}
-	return ref
+	return ownership.ControllerOf(sb, warmPoolKind.GroupKind())
 }
 
-// ownedSandboxes returns the sandboxes controlled by the claim with this UID.
+// ownedSandboxes returns the sandboxes controlled by the claim with this UID: a controller
+// reference of another kind that copies the claim's UID is not the claim's.
 func (c *Controller) ownedSandboxes(uid types.UID) []*agentsv1beta1.Sandbox {
 	objs, err := c.sandboxIndex.ByIndex(byController, string(uid))
 	if err != nil {
@@ -262,7 +256,9 @@ func (c *Controller) ownedSandboxes(uid types.UID) []*agentsv1beta1.Sandbox {
 	}
 	out := make([]*agentsv1beta1.Sandbox, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, o.(*agentsv1beta1.Sandbox))
+		if sb := o.(*agentsv1beta1.Sandbox); ownership.IsControlledBy(sb, claimKind.GroupKind(), uid) {
+			out = append(out, sb)
+		}
 	}
 	return out
 }

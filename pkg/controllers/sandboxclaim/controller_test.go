@@ -212,8 +212,12 @@ func TestIndexes(t *testing.T) {
 	if got := f.c.ownedSandboxes("nobody"); len(got) != 0 {
 		t.Errorf("sandboxes of an unknown UID = %d, want 0", len(got))
 	}
-	if got := f.c.ownedSandboxes(poolOwnerRef(testPool).UID); len(got) != 1 || got[0].Name != "m1" {
-		t.Errorf("the controller index should hold pool members under the pool's UID too, got %v", got)
+	if got, err := f.c.sandboxIndex.ByIndex(byController, string(poolOwnerRef(testPool).UID)); err != nil || len(got) != 1 {
+		t.Errorf("the controller index should hold pool members under the pool's UID too, got %v, %v", got, err)
+	}
+	// A claim's sandboxes are those a SandboxClaim of that UID controls, not anything of that UID.
+	if got := f.c.ownedSandboxes(poolOwnerRef(testPool).UID); len(got) != 0 {
+		t.Errorf("a pool's members taken for a claim's sandboxes: %v", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
@@ -168,6 +169,9 @@ func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplat
 	if policy != extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed && policy != extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides {
 		return nil, claimRefused("spec.volumeClaimTemplates: SandboxTemplate %s has volumeClaimTemplatesPolicy %q", template.Name, policy)
 	}
+	if err := checkClaimVolumes(claim, template); err != nil {
+		return nil, err
+	}
 	merged, conflicts := extensions.MergeVolumeClaimTemplates(base, own,
 		func(v *agentsv1beta1.PersistentVolumeClaimTemplate) string { return v.Name }, policy == extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides)
 	if len(conflicts) > 0 {
@@ -175,4 +179,26 @@ func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplat
 			conflicts[0], template.Name, own[conflicts[0]].Name)
 	}
 	return merged, nil
+}
+
+// checkClaimVolumes checks the claim's volumes against its template again before the server
+// creates PVCs for them with its own rights, as the API did (validation.ValidateClaimVolumes): a
+// claim stored before those rules, or a template changed since, is caught here.
+func checkClaimVolumes(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) error {
+	var classes []*string
+	for i := range template.Spec.VolumeClaimTemplates {
+		classes = append(classes, template.Spec.VolumeClaimTemplates[i].Spec.StorageClassName)
+	}
+	peerKeys, labels, annotations := templateMetadataPolicy(template)
+	policy := validation.NewClaimVolumePolicy(classes, template.Spec.PodTemplate.Spec.Volumes,
+		validation.ClaimMetadataPolicy{AllowedLabels: labels, AllowedAnnotations: annotations, PeerKeys: peerKeys})
+	vols := make([]validation.ClaimVolume, 0, len(claim.Spec.VolumeClaimTemplates))
+	for i := range claim.Spec.VolumeClaimTemplates {
+		v := &claim.Spec.VolumeClaimTemplates[i]
+		vols = append(vols, validation.ClaimVolume{Name: v.Name, Labels: v.Labels, Annotations: v.Annotations, Spec: &v.Spec})
+	}
+	if errs := validation.ValidateClaimVolumes(vols, policy, field.NewPath("spec", "volumeClaimTemplates")); len(errs) > 0 {
+		return claimRefused("%s", errs.ToAggregate().Error())
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 )
@@ -149,7 +150,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		if getErr != nil {
 			return nil, getErr
 		}
-		if !metav1.IsControlledBy(existing, claim) {
+		if !ownership.IsControlledBy(existing, claimKind.GroupKind(), claim.UID) {
 			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}
 		return existing, nil

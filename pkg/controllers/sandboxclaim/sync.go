@@ -24,6 +24,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 )
 
@@ -191,8 +192,8 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 	if err != nil {
 		return nil, err
 	}
-	if !metav1.IsControlledBy(sb, claim) {
-		if ref := metav1.GetControllerOfNoCopy(sb); ref == nil || ref.Kind != warmPoolKind.Kind {
+	if !ownership.IsControlledBy(sb, claimKind.GroupKind(), claim.UID) {
+		if poolRef(sb) == nil {
 			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}
 		// A warm member that happens to carry the claim's name: not ours, make no cold one either.

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -171,7 +170,7 @@ func (w warmChooser) offer(bucket warmqueue.Bucket, accept func(string) bool, ma
 // the member's pod was Ready then.
 func (w warmChooser) recordAdoption(claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) {
 	pool := ""
-	if ref := metav1.GetControllerOfNoCopy(candidate); ref != nil {
+	if ref := poolRef(candidate); ref != nil {
 		pool = ref.Name
 	}
 	ready := meta.IsStatusConditionTrue(candidate.Status.Conditions, sandboxReadyKey)

@@ -14,7 +14,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +25,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
@@ -135,12 +135,12 @@ func (c *Controller) enqueueTemplate(obj any) {
 
 // templateOf names the template a policy belongs to.
 func templateOf(np *networkingv1.NetworkPolicy) (string, bool) {
-	if ref := metav1.GetControllerOfNoCopy(np); ref != nil {
-		if ref.Kind != templateKind.Kind {
+	if metav1.GetControllerOfNoCopy(np) != nil {
+		ref := ownership.ControllerOf(np, templateKind.GroupKind())
+		if ref == nil {
 			return "", false
 		}
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		return ref.Name, err == nil && gv.Group == templateKind.Group
+		return ref.Name, true
 	}
 	name, ok := strings.CutSuffix(np.Name, validation.NetworkPolicySuffix)
 	return name, ok && name != ""

@@ -152,7 +152,7 @@ func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.Sand
 		}
 	}
 
-	if ownership.Of(existing, t.UID) != ownership.Owned {
+	if ownership.Of(existing, templateKind.GroupKind(), t.UID) != ownership.Owned {
 		err := ownership.Conflict("NetworkPolicy", existing)
 		c.events.Event(t, corev1.EventTypeWarning, "OwnershipConflict", err.Error())
 		return err
@@ -196,7 +196,7 @@ func drifted(existing, desired *networkingv1.NetworkPolicy) bool {
 // deletePolicy deletes the template's policy when the template controls it, and leaves any other
 // policy of that name alone.
 func (c *Controller) deletePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) error {
-	if np == nil || np.DeletionTimestamp != nil || ownership.Of(np, t.UID) != ownership.Owned {
+	if np == nil || np.DeletionTimestamp != nil || ownership.Of(np, templateKind.GroupKind(), t.UID) != ownership.Owned {
 		return nil
 	}
 	err := c.kube.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{

@@ -19,7 +19,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -30,6 +29,7 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
@@ -248,14 +248,7 @@ func indexSandboxByPoolOwner(obj any) ([]string, error) {
 
 // poolRef is the controller reference of a sandbox when a SandboxWarmPool controls it.
 func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || ref.Kind != poolKind.Kind {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != poolKind.Group {
-		return nil
-	}
-	return ref
+	return ownership.ControllerOf(sb, poolKind.GroupKind())
 }
 
 // poolKeysOf returns the pools a sandbox event concerns: the pool that controls it or, for a
@@ -324,7 +317,7 @@ func (c *Controller) updateSandbox(oldObj, newObj any) {
 			keys = append(keys, key)
 		}
 	}
-	if ref := metav1.GetControllerOfNoCopy(cur); ref != nil && ref.Kind == "SandboxClaim" {
+	if ownership.ControllerOf(cur, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim").GroupKind()) != nil {
 		for _, key := range c.poolKeysOf(old) {
 			c.noteAdoption(key)
 		}

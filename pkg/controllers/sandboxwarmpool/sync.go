@@ -184,7 +184,7 @@ func classify(pool *extensionsv1beta1.SandboxWarmPool, members []*agentsv1beta1.
 		pool.Spec.UpdateStrategy.Type == extensionsv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
 	p := &plan{}
 	for _, sb := range members {
-		if sb.DeletionTimestamp != nil || ownership.Of(sb, pool.UID) != ownership.Owned {
+		if sb.DeletionTimestamp != nil || ownership.Of(sb, poolKind.GroupKind(), pool.UID) != ownership.Owned {
 			continue
 		}
 		if recreate && rev != nil && rev.stale(sb) {
@@ -463,7 +463,7 @@ func (c *Controller) finalize(ctx context.Context, key string, pool *extensionsv
 	var live []doomed
 	for _, o := range objs {
 		sb, ok := o.(*agentsv1beta1.Sandbox)
-		if !ok || ownership.Of(sb, pool.UID) != ownership.Owned {
+		if !ok || ownership.Of(sb, poolKind.GroupKind(), pool.UID) != ownership.Owned {
 			continue
 		}
 		remaining++

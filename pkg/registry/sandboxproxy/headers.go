@@ -6,6 +6,7 @@ package sandboxproxy
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -20,52 +21,87 @@ const (
 	UIDHeader = "X-Sandbox-Uid"
 	// GroupHeader is one of the caller's groups; it is repeated once per group.
 	GroupHeader = "X-Sandbox-Group"
-
-	identityPrefix = "X-Sandbox-"
 )
 
-// droppedHeaders are request headers never forwarded to a sandbox: the client's credentials for
-// the API server (or anything in front of it), and hop-by-hop headers that ReverseProxy does not
-// already remove on every path (an upgrade is forwarded by a raw dial).
-var droppedHeaders = []string{
-	"Authorization",
-	"Proxy-Authorization",
-	"Cookie",
-	"Proxy-Connection",
-	"Keep-Alive",
-	// Client-written hints a sandbox might believe; the proxy sets X-Forwarded-For itself.
-	"Forwarded",
-	"X-Forwarded-For",
-	"X-Forwarded-Host",
-	"X-Forwarded-Proto",
-	"X-Real-Ip",
+// Header names are compared as the servers behind the proxy compare them: without case, and with
+// `_` and `-` alike (CGI, PHP, WSGI and nginx's underscores_in_headers turn both into `_`, so a
+// client's X_Remote_User reads as X-Remote-User there). normalHeader is that form: lower case,
+// `-` only.
+func normalHeader(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
 
-// droppedPrefixes are header families never forwarded: the front-proxy identity headers
-// (X-Remote-User, X-Remote-Group, X-Remote-Extra-*), impersonation, and our own identity headers.
-var droppedPrefixes = []string{"X-Remote-", "Impersonate-", identityPrefix}
+// droppedHeaders are request headers (in normalHeader form) never forwarded to a sandbox: the
+// client's credentials for the API server, hop-by-hop headers that ReverseProxy does not remove
+// on every path (an upgrade is forwarded by a raw dial), and the single headers by which common
+// servers, frameworks and authenticating proxies read who the caller is or where it came from.
+var droppedHeaders = []string{
+	"authorization", "proxy-authorization", "cookie", "proxy-connection", "keep-alive",
+	// Forwarding (RFC 7239 and the de facto ones); the proxy sets X-Forwarded-For itself.
+	"forwarded", "x-real-ip", "x-client-ip", "client-ip", "true-client-ip", "cf-connecting-ip",
+	"fastly-client-ip", "x-cluster-client-ip", "x-proxyuser-ip", "via", "x-host", "x-http-method-override",
+	"x-http-method", "x-method-override", "x-rewrite-url", "x-arr-log-id",
+	// Identity set by authenticating proxies and web servers (Apache/nginx REMOTE_USER, IIS,
+	// Grafana/Jenkins auth proxy modes, Kong, Traefik forward auth, Envoy).
+	"remote-user", "remote-addr", "remote-host", "auth-user", "auth-type", "x-user", "x-username",
+	"x-user-id", "x-userid", "x-user-name", "x-email", "x-user-email", "x-groups", "x-user-groups",
+	"x-id-token", "x-access-token", "x-jwt-payload", "x-jwt-assertion", "x-userinfo", "x-proxy-user",
+	"x-webauth-user", "x-webauth-email", "x-webauth-name", "x-webauth-groups", "x-webauth-role",
+	"x-forwarded-client-cert", "x-client-verify", "x-client-dn", "x-client-s-dn", "x-client-i-dn",
+	"x-arr-clientcert", "x-envoy-peer-metadata", "x-envoy-peer-metadata-id", "x-envoy-original-path",
+	"x-istio-attributes", "x-iap-jwt-assertion", "x-verified-user",
+}
+
+// droppedPrefixes are header families (in normalHeader form) never forwarded: the front-proxy and
+// impersonation headers of Kubernetes, our own identity headers, X-Forwarded-* (For, Host, Proto,
+// Port, Prefix, Uri, User, Email, Groups, Access-Token, Preferred-Username ...), oauth2-proxy's
+// X-Auth-Request-*, ingress-nginx's X-Original-*, client certificate headers of nginx, Apache,
+// HAProxy, Traefik and Envoy, and the identity headers of cloud and zero-trust proxies (Google
+// IAP, AWS ALB OIDC, Azure App Service, Cloudflare Access, Pomerium, Kong consumers, Authelia,
+// Authentik, Vouch, Teleport).
+var droppedPrefixes = []string{
+	"x-remote-", "impersonate-", "x-sandbox-", "x-forwarded-", "x-auth-", "x-original-",
+	"x-client-cert", "x-ssl-", "ssl-client-", "x-tls-", "x-client-crt", "x-authenticated-",
+	"x-amzn-oidc-", "x-goog-authenticated-", "x-goog-iap-", "x-ms-client-principal", "x-ms-token-",
+	"cf-access-", "x-pomerium-", "x-consumer-", "x-credential-", "remote-", "x-authentik-",
+	"x-vouch-", "teleport-", "x-teleport-", "x-oidc-", "oidc-claim-", "x-hasura-", "x-scope-orgid",
+}
+
+// isDropped reports whether a client's header of this name never reaches a sandbox.
+func isDropped(name string) bool {
+	n := normalHeader(name)
+	return slices.Contains(droppedHeaders, n) || slices.ContainsFunc(droppedPrefixes, func(p string) bool {
+		return strings.HasPrefix(n, p)
+	})
+}
 
 // RewriteHeaders removes from h every header a sandbox must not get from the client, and sets the
 // identity headers from u (nil: none). The front proxy's identity headers, whatever names it is
 // configured with, are already gone: the request-header authenticator clears them.
 func RewriteHeaders(h http.Header, u user.Info) {
-	// Headers the client marked hop-by-hop in Connection go too, except Upgrade, which an upgrade
+	// Headers the client marked hop-by-hop in Connection go here, and Connection itself is
+	// rewritten: left as the client sent it, ReverseProxy (and the sandbox's server, for an
+	// upgrade) would remove the headers it lists after we set ours, so a client listing
+	// X-Sandbox-User would strip the caller's identity. Only Upgrade is kept, which an upgrade
 	// needs to reach the sandbox.
+	upgrade := false
 	for _, v := range h.Values("Connection") {
 		for _, name := range strings.Split(v, ",") {
-			if name = textproto.TrimString(name); name != "" && !strings.EqualFold(name, "Upgrade") {
+			switch name = textproto.TrimString(name); {
+			case strings.EqualFold(name, "Upgrade"):
+				upgrade = true
+			case name != "":
 				h.Del(name)
 			}
 		}
 	}
-	for _, name := range droppedHeaders {
-		h.Del(name)
+	h.Del("Connection")
+	if upgrade {
+		h.Set("Connection", "Upgrade")
 	}
 	for name := range h {
-		for _, prefix := range droppedPrefixes {
-			if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(name), prefix) {
-				delete(h, name)
-			}
+		if isDropped(name) {
+			delete(h, name)
 		}
 	}
 	if u == nil {

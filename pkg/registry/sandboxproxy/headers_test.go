@@ -6,6 +6,7 @@ package sandboxproxy
 import (
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -68,7 +69,24 @@ func TestRewriteHeaders(t *testing.T) {
 				"Connection": {"Upgrade, X-Secret"}, "Upgrade": {"websocket"}, "X-Secret": {"1"},
 				"Keep-Alive": {"timeout=5"}, "Proxy-Connection": {"keep-alive"}, "Sec-Websocket-Key": {"k"},
 			},
-			want: http.Header{"Connection": {"Upgrade, X-Secret"}, "Upgrade": {"websocket"}, "Sec-Websocket-Key": {"k"}},
+			want: http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Key": {"k"}},
+		},
+		{
+			name: "Connection cannot remove the identity headers the proxy sets",
+			in:   http.Header{"Connection": {"X-Sandbox-User, x-sandbox-group,X-Sandbox-Uid"}},
+			user: alice,
+			want: http.Header{
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+			},
+		},
+		{
+			name: "nor on an upgrade",
+			in:   http.Header{"Connection": {"keep-alive, Upgrade, X-Sandbox-User"}, "Upgrade": {"websocket"}},
+			user: alice,
+			want: http.Header{
+				"Connection": {"Upgrade"}, "Upgrade": {"websocket"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -79,5 +97,53 @@ func TestRewriteHeaders(t *testing.T) {
 				t.Errorf("headers = %v; want %v", h, tt.want)
 			}
 		})
+	}
+}
+
+// TestIdentityHeaderSpellings sends each identity or forwarding header a common server reads in
+// every spelling a server may take for it (case, `_` for `-`), as it arrives in the request's
+// header map (not canonicalised: Go keeps a name with `_` as sent).
+func TestIdentityHeaderSpellings(t *testing.T) {
+	names := []string{
+		"X-Remote-User", "X-Remote-Group", "X-Remote-Extra-Scopes", "Impersonate-User", "Impersonate-Group",
+		"Impersonate-Uid", "Impersonate-Extra-Scopes", "X-Sandbox-User", "X-Sandbox-Group", "X-Sandbox-Uid",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix",
+		"X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Groups", "X-Forwarded-Access-Token",
+		"X-Forwarded-Preferred-Username", "X-Forwarded-Client-Cert", "Forwarded", "X-Real-Ip", "X-Client-Ip",
+		"True-Client-Ip", "X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Groups",
+		"X-Auth-Request-Access-Token", "X-Auth-Request-Preferred-Username", "Remote-User", "Remote-Groups",
+		"Remote-Email", "X-Client-Cert", "X-Client-Verify", "X-Client-Dn", "X-Ssl-Client-Cert", "X-Ssl-Client-Dn",
+		"Ssl-Client-Cert", "Ssl-Client-Verify", "X-Original-Url", "X-Original-Uri", "X-Original-Forwarded-For",
+		"X-Webauth-User", "X-Webauth-Email", "X-Authenticated-User", "X-Authenticated-Groups", "X-User", "X-Email",
+		"X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Data", "X-Goog-Authenticated-User-Email", "X-Ms-Client-Principal-Name",
+		"Cf-Access-Authenticated-User-Email", "X-Pomerium-Jwt-Assertion", "X-Consumer-Username", "X-Id-Token",
+		"X-Access-Token", "X-Userinfo", "Authorization", "Proxy-Authorization", "Cookie",
+	}
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		for _, spelling := range []string{
+			name, lower, strings.ToUpper(name), strings.ReplaceAll(name, "-", "_"),
+			strings.ReplaceAll(lower, "-", "_"), strings.ReplaceAll(strings.ToUpper(name), "-", "_"),
+		} {
+			h := http.Header{spelling: {"forged"}, "Accept": {"*/*"}}
+			RewriteHeaders(h, &user.DefaultInfo{Name: "alice"})
+			want := http.Header{"Accept": {"*/*"}, UserHeader: {"alice"}}
+			if !reflect.DeepEqual(h, want) {
+				t.Errorf("%s: headers = %v; want %v", spelling, h, want)
+			}
+		}
+	}
+}
+
+// TestOrdinaryHeadersPass keeps the headers an application needs.
+func TestOrdinaryHeadersPass(t *testing.T) {
+	in := http.Header{
+		"Accept": {"*/*"}, "Content-Type": {"application/json"}, "User-Agent": {"curl"}, "X-Request-Id": {"1"},
+		"If-None-Match": {"x"}, "Sec-Websocket-Protocol": {"v1"}, "Traceparent": {"00-1-2-01"},
+	}
+	h := in.Clone()
+	RewriteHeaders(h, nil)
+	if !reflect.DeepEqual(h, in) {
+		t.Errorf("headers = %v; want %v", h, in)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
@@ -67,6 +68,9 @@ func TestConnectForwardsToThePodOnly(t *testing.T) {
 		}
 		req := httptest.NewRequest(http.MethodPost, "/apis/agents.x-k8s.io/v1beta1/namespaces/team/sandboxes/box:http/proxy"+path, strings.NewReader("payload"))
 		req.Header.Set("Authorization", "Bearer secret")
+		// Listed in Connection, the identity header would be removed by the reverse proxy after
+		// the proxy set it.
+		req.Header.Set("Connection", "X-Sandbox-User")
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
 		if rec.Code != http.StatusCreated || rec.Body.String() != "made" {
@@ -102,5 +106,51 @@ func TestConnectWithoutWakerRefusesASuspendedSandbox(t *testing.T) {
 func TestTransportDialsThePodItself(t *testing.T) {
 	if tr := NewTransport(); tr.Proxy != nil {
 		t.Errorf("the transport to the pods uses a proxy function")
+	}
+}
+
+// recordingResponder keeps the error the proxy answered with.
+type recordingResponder struct{ err chan error }
+
+func (r recordingResponder) Object(int, runtime.Object) {}
+func (r recordingResponder) Error(err error)            { r.err <- err }
+
+// TestConnectionsPerSandboxBounded: past MaxConnectionsPerSandbox a request gets a 429 with
+// Retry-After and never reaches the sandbox; once one ends, the next gets through.
+func TestConnectionsPerSandboxBounded(t *testing.T) {
+	arrived, release := make(chan struct{}, 2), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
+	defer backend.Close()
+	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	pod := hostNetwork(readyPod())
+	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(port)
+	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, MaxConnectionsPerSandbox: 1}
+	refused := recordingResponder{err: make(chan error, 1)}
+	serve := func(r rest.Responder) {
+		handler, err := p.Connect(context.Background(), testSandbox(), "http", "/", r)
+		if err != nil {
+			t.Errorf("Connect: %v", err)
+			return
+		}
+		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	}
+	done := make(chan struct{})
+	go func() { serve(failingResponder{t}); close(done) }()
+	<-arrived
+	serve(refused)
+	err := <-refused.err
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Code != http.StatusTooManyRequests || status.Status().Details.RetryAfterSeconds == 0 {
+		t.Fatalf("a second connection = %v; want a 429 with Retry-After", err)
+	}
+	close(release)
+	<-done
+	serve(failingResponder{t})
+	if len(arrived) != 1 {
+		t.Errorf("%d requests waiting at the sandbox after the first ended, want the one let through", len(arrived))
 	}
 }

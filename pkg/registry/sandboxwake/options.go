@@ -17,12 +17,19 @@ type Options struct {
 	// ActivityInterval is how often, at most, a replica writes a sandbox's
 	// status.lastActivityTime while it proxies traffic to it.
 	ActivityInterval time.Duration
+	// MaxWaitersPerSandbox and MaxWaiters bound the requests that wait for sandboxes to be Ready,
+	// per sandbox and per server replica; MaxConnectionsPerSandbox bounds the requests and
+	// connections one replica proxies to one sandbox at once. Past them: 429 with Retry-After.
+	MaxWaitersPerSandbox     int
+	MaxWaiters               int
+	MaxConnectionsPerSandbox int
 }
 
 // NewOptions returns the defaults: a 30 s wake timeout (a cold pod with its image cached starts
 // well within it) and activity written every 5 s, which keeps the 10 s minimum idle timeout safe.
 func NewOptions() *Options {
-	return &Options{WakeTimeout: 30 * time.Second, ActivityInterval: 5 * time.Second}
+	return &Options{WakeTimeout: 30 * time.Second, ActivityInterval: 5 * time.Second,
+		MaxWaitersPerSandbox: 64, MaxWaiters: 1024, MaxConnectionsPerSandbox: 256}
 }
 
 // AddFlags adds the flags to fs.
@@ -31,6 +38,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a request through sandboxes/proxy or sandboxclaims/proxy waits for a suspended or starting sandbox to be Ready; past it the request gets a 503 with Retry-After.")
 	fs.DurationVar(&o.ActivityInterval, "proxy-activity-interval", o.ActivityInterval,
 		"How often, at most, each server replica writes a sandbox's status.lastActivityTime while it proxies requests or holds connections to it. Must be at most half the shortest idle timeout (10s).")
+	fs.IntVar(&o.MaxWaitersPerSandbox, "proxy-max-waiters-per-sandbox", o.MaxWaitersPerSandbox,
+		"How many proxied requests may wait at once, per server replica, for one sandbox to wake or become Ready; past it a request gets a 429 with Retry-After.")
+	fs.IntVar(&o.MaxWaiters, "proxy-max-waiters", o.MaxWaiters,
+		"How many proxied requests may wait at once, per server replica, for any sandboxes to wake or become Ready; past it a request gets a 429 with Retry-After.")
+	fs.IntVar(&o.MaxConnectionsPerSandbox, "proxy-max-connections-per-sandbox", o.MaxConnectionsPerSandbox,
+		"How many requests and upgraded connections one server replica proxies to one sandbox at once; past it a request gets a 429 with Retry-After.")
 }
 
 // Validate reports every invalid option.
@@ -41,6 +54,17 @@ func (o *Options) Validate() []error {
 	}
 	if o.ActivityInterval <= 0 || o.ActivityInterval > 5*time.Second {
 		errs = append(errs, fmt.Errorf("--proxy-activity-interval must be positive and at most 5s (half the 10s minimum idle timeout), got %s", o.ActivityInterval))
+	}
+	for _, bound := range []struct {
+		flag  string
+		value int
+	}{
+		{"--proxy-max-waiters-per-sandbox", o.MaxWaitersPerSandbox}, {"--proxy-max-waiters", o.MaxWaiters},
+		{"--proxy-max-connections-per-sandbox", o.MaxConnectionsPerSandbox},
+	} {
+		if bound.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", bound.flag, bound.value))
+		}
 	}
 	return errs
 }

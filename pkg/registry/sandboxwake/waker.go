@@ -62,9 +62,35 @@ type Waker struct {
 	now         func() time.Time
 	activity    *activity
 
+	maxWaitersPerSandbox, maxWaiters int
+
 	mu sync.Mutex
 	// resuming holds the resume in progress of each Sandbox, by UID, that callers share.
 	resuming map[types.UID]*resume
+	// waits holds the watch in progress for each Sandbox and generation, that callers share.
+	waits map[waitKey]*waiting
+	// waitersOf counts the callers waiting for each Sandbox, waiters all of them.
+	waitersOf map[types.UID]int
+	waiters   int
+}
+
+// waitKey names what a shared watch waits for: the Sandbox Ready for a generation of at least
+// minGeneration. A caller that needs a later generation (a Sandbox resumed again, or adopted and
+// changed by a claim, while an older watch runs) gets a watch of its own, never an answer about
+// the pod from before.
+type waitKey struct {
+	uid           types.UID
+	minGeneration int64
+}
+
+// waiting is one watch that every caller waiting on its key shares; it stops when the last of
+// them leaves.
+type waiting struct {
+	callers int
+	cancel  context.CancelFunc
+	done    chan struct{}
+	out     *agents.Sandbox
+	err     error
 }
 
 // resume is one resume write that every concurrent caller for the Sandbox waits on.
@@ -85,6 +111,11 @@ func New(c Config) *Waker {
 		timeout:     c.WakeTimeout,
 		now:         time.Now,
 		resuming:    map[types.UID]*resume{},
+		waits:       map[waitKey]*waiting{},
+		waitersOf:   map[types.UID]int{},
+
+		maxWaitersPerSandbox: c.MaxWaitersPerSandbox,
+		maxWaiters:           c.MaxWaiters,
 	}
 	w.activity = newActivity(c.ActivityInterval, func() time.Time { return w.now() }, w.writeActivity)
 	return w
@@ -112,6 +143,11 @@ func (w *Waker) Wake(ctx context.Context, sb *agents.Sandbox) (*agents.Sandbox, 
 	if err := w.wakeable(sb); err != nil {
 		return nil, err
 	}
+	leave, err := w.admit(sb)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	target := sb
@@ -121,8 +157,80 @@ func (w *Waker) Wake(ctx context.Context, sb *agents.Sandbox) (*agents.Sandbox, 
 			return nil, w.timedOut(ctx, sb, err)
 		}
 	}
-	out, err := w.waitReady(ctx, target)
+	out, err := w.waitShared(ctx, target)
 	return out, w.timedOut(ctx, sb, err)
+}
+
+// admit counts a caller that will wait for sb, within the bounds per Sandbox and per server: each
+// waiter holds a request (and its connection) open for up to the wake timeout, which API priority
+// and fairness does not count for long-running requests. Past a bound: 429 with Retry-After.
+func (w *Waker) admit(sb *agents.Sandbox) (leave func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.maxWaitersPerSandbox > 0 && w.waitersOf[sb.UID] >= w.maxWaitersPerSandbox:
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf(
+			"%d requests already wait for sandbox %s/%s to be Ready", w.waitersOf[sb.UID], sb.Namespace, sb.Name), retryAfterSeconds)
+	case w.maxWaiters > 0 && w.waiters >= w.maxWaiters:
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf(
+			"%d requests already wait for sandboxes to be Ready on this server", w.waiters), retryAfterSeconds)
+	}
+	w.waitersOf[sb.UID]++
+	w.waiters++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.waiters--
+		if w.waitersOf[sb.UID]--; w.waitersOf[sb.UID] <= 0 {
+			delete(w.waitersOf, sb.UID)
+		}
+	}, nil
+}
+
+// waitShared waits, within ctx, for sb to be Ready for its generation on the one watch every
+// caller waiting for the same shares (waitReady): a thousand callers cost one watch.
+func (w *Waker) waitShared(ctx context.Context, sb *agents.Sandbox) (*agents.Sandbox, error) {
+	key := waitKey{sb.UID, sb.Generation}
+	w.mu.Lock()
+	wt := w.waits[key]
+	if wt == nil {
+		// The watch has no deadline of its own: it ends when it has an answer or when its last
+		// caller, each within its own timeout, leaves.
+		watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		wt = &waiting{cancel: cancel, done: make(chan struct{})}
+		w.waits[key] = wt
+		go func() {
+			wt.out, wt.err = w.waitReady(watchCtx, sb)
+			w.mu.Lock()
+			if w.waits[key] == wt {
+				delete(w.waits, key)
+			}
+			w.mu.Unlock()
+			cancel()
+			close(wt.done)
+		}()
+	}
+	wt.callers++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if wt.callers--; wt.callers == 0 {
+			wt.cancel()
+			if w.waits[key] == wt {
+				delete(w.waits, key)
+			}
+		}
+	}()
+	select {
+	case <-wt.done:
+		if wt.out != nil {
+			return wt.out.DeepCopy(), wt.err
+		}
+		return nil, wt.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // wakeable refuses a Sandbox that will not run again.

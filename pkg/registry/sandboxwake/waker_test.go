@@ -17,6 +17,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
@@ -94,7 +95,8 @@ func newTestWaker(f *fakeSandboxes, timeout time.Duration) *Waker {
 }
 
 // TestWakeResumesOnce: callers that come while a Sandbox is being resumed share the one resume
-// write, and all of them get the Sandbox once it is Ready for the resumed generation.
+// write and the one watch, and all of them get the Sandbox once it is Ready for the resumed
+// generation.
 func TestWakeResumesOnce(t *testing.T) {
 	const callers = 10
 	f := &fakeSandboxes{sb: suspended(), release: make(chan struct{}), watching: make(chan struct{}, callers)}
@@ -120,9 +122,13 @@ func TestWakeResumesOnce(t *testing.T) {
 		return r != nil && r.joined == callers-1
 	})
 	close(f.release)
-	for range callers {
-		<-f.watching
-	}
+	<-f.watching
+	waitFor(t, "every caller to wait on the one watch", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		wt := w.waits[waitKey{"uid", 5}]
+		return wt != nil && wt.callers == callers
+	})
 	f.becomeReady()
 	for range callers {
 		if err := <-errs; err != nil {
@@ -131,6 +137,11 @@ func TestWakeResumesOnce(t *testing.T) {
 	}
 	if n := f.updates.Load(); n != 1 {
 		t.Errorf("%d resume writes for %d callers, want 1", n, callers)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.watchers); n != 1 {
+		t.Errorf("%d watches for %d callers, want 1", n, callers)
 	}
 	if f.sb.Spec.OperatingMode != agents.OperatingModeRunning {
 		t.Errorf("operatingMode = %q, want Running", f.sb.Spec.OperatingMode)
@@ -175,6 +186,101 @@ func TestWakeTimeout(t *testing.T) {
 	}
 	if d := status.Status().Details; d == nil || d.RetryAfterSeconds <= 0 {
 		t.Errorf("503 without Retry-After: %+v", status.Status())
+	}
+}
+
+// TestWaitersBounded: past the waiters of a sandbox, or of the server, a caller gets a 429 with
+// Retry-After at once, and a place freed is taken again.
+func TestWaitersBounded(t *testing.T) {
+	starting := func(uid string) *agents.Sandbox {
+		sb := suspended()
+		sb.UID = types.UID(uid)
+		sb.Spec.Replicas = ptr.To[int32](1)
+		sb.Spec.OperatingMode = agents.OperatingModeRunning
+		sb.Status.Conditions = nil
+		return sb
+	}
+	f := &fakeSandboxes{sb: starting("a"), release: make(chan struct{}), watching: make(chan struct{}, 10)}
+	w := New(Config{Sandboxes: f, Controllers: controlleridentity.New(), Options: Options{
+		WakeTimeout: time.Minute, ActivityInterval: time.Second, MaxWaitersPerSandbox: 2, MaxWaiters: 3}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 3)
+	for _, uid := range []string{"a", "a", "b"} {
+		go func() {
+			_, err := w.Wake(ctx, starting(uid))
+			ended <- err
+		}()
+	}
+	waitFor(t, "three waiters", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.waiters == 3
+	})
+	for _, tc := range []struct{ uid, why string }{{"a", "per sandbox"}, {"c", "per server"}} {
+		start := time.Now()
+		_, err := w.Wake(context.Background(), starting(tc.uid))
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || status.Status().Code != http.StatusTooManyRequests ||
+			status.Status().Details == nil || status.Status().Details.RetryAfterSeconds <= 0 {
+			t.Errorf("%s: Wake past the bound = %v, want a 429 with Retry-After", tc.why, err)
+		}
+		if time.Since(start) > time.Second {
+			t.Errorf("%s: the 429 took %s", tc.why, time.Since(start))
+		}
+	}
+	<-f.watching
+	<-f.watching
+	f.mu.Lock()
+	if n := len(f.watchers); n != 2 {
+		t.Errorf("%d watches for waiters on two sandboxes, want 2", n)
+	}
+	f.mu.Unlock()
+	cancel()
+	for range 3 {
+		<-ended
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiters != 0 || len(w.waitersOf) != 0 || len(w.waits) != 0 {
+		t.Errorf("after the callers left: %d waiters, %v by sandbox, %d watches", w.waiters, w.waitersOf, len(w.waits))
+	}
+}
+
+// TestSharedWatchKeepsGenerationsApart: a caller that needs a newer generation (a warm sandbox
+// suspended and resumed again, or changed by the claim that adopted it, while others still wait
+// on the old one) is not answered by the Ready of the older pod: it waits on a watch of its own.
+func TestSharedWatchKeepsGenerationsApart(t *testing.T) {
+	at := func(generation int64) *agents.Sandbox {
+		sb := suspended()
+		sb.Generation = generation
+		sb.Spec.Replicas = ptr.To[int32](1)
+		sb.Status.Conditions = nil
+		return sb
+	}
+	f := &fakeSandboxes{sb: at(4), release: make(chan struct{}), watching: make(chan struct{}, 2)}
+	w := newTestWaker(f, time.Minute)
+	older, newer := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := w.Wake(context.Background(), at(4)); older <- err }()
+	<-f.watching
+	go func() { _, err := w.Wake(context.Background(), at(5)); newer <- err }()
+	<-f.watching
+	f.becomeReady()
+	if err := <-older; err != nil {
+		t.Fatalf("the caller of generation 4: %v", err)
+	}
+	select {
+	case err := <-newer:
+		t.Fatalf("the caller of generation 5 was answered by generation 4's Ready: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.mu.Lock()
+	f.sb.Generation = 5
+	f.watchers = f.watchers[1:] // the older caller's watch has ended
+	f.mu.Unlock()
+	f.becomeReady()
+	if err := <-newer; err != nil {
+		t.Fatalf("the caller of generation 5: %v", err)
 	}
 }
 

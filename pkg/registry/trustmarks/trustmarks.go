@@ -134,12 +134,15 @@ func controllerRefs(newRefs, oldRefs []metav1.OwnerReference, fldPath *field.Pat
 	return allErrs
 }
 
+// isOwnerKindController reports whether ref is a controller reference naming one of ownerKinds'
+// kinds, under any apiVersion at all: another version of our group, a bare "v1", a misspelled
+// group. The readers compare group, kind and UID (pkg/controllers/ownership) and so would not
+// count most of those, but a mark that only some reader ignores is still refused.
 func isOwnerKindController(ref metav1.OwnerReference) bool {
 	if ref.Controller == nil || !*ref.Controller {
 		return false
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && slices.Contains(ownerKinds, gv.WithKind(ref.Kind).GroupKind())
+	return slices.ContainsFunc(ownerKinds, func(gk schema.GroupKind) bool { return strings.EqualFold(ref.Kind, gk.Kind) })
 }
 
 func sameRef(ref metav1.OwnerReference) func(metav1.OwnerReference) bool {

@@ -26,6 +26,20 @@ var sidecarDomains = []string{
 	"vault.hashicorp.com", "dapr.io", "opentelemetry.io", "appmesh.k8s.aws", "sidecar.jaegertracing.io",
 }
 
+// attachmentDomains are the domains of keys by which network plugins, cloud networking, device
+// plugins and backup tools give a pod more reach than the template's: extra interfaces and fixed
+// addresses (Multus, Calico, Cilium, Antrea, OVN, SR-IOV, NSM, flannel, weave, Spiderpool), cloud
+// identities and ENIs (AWS, Azure, GKE), devices (NVIDIA, AMD, Intel), hooks that run commands in
+// the pod (Velero, K8up, Stash) and eviction opt-outs (Karpenter). A key matches when its prefix is
+// the domain or a subdomain (k8s.v1.cni.cncf.io, cni.projectcalico.org, policy.cilium.io ...).
+var attachmentDomains = []string{
+	"cni.cncf.io", "multus-cni.io", "projectcalico.org", "cilium.io", "antrea.io", "antrea.tanzu.vmware.com",
+	"ovn.org", "sriovnetwork.openshift.io", "openshift.io", "networkservicemesh.io", "coreos.com", "weave.works",
+	"spidernet.io", "kube-router.io", "kubeovn.io", "amazonaws.com", "aws", "azure.com", "azure.workload.identity",
+	"gke.io", "cloud.google.com", "nvidia.com", "amd.com", "intel.com", "velero.io", "k8up.io", "stash.appscode.com",
+	"kanister.io", "karpenter.sh", "kubevirt.io", "multicluster.x-k8s.io",
+}
+
 // runtimeKeyPrefixes start the annotation keys container runtimes read from a pod (CRI-O, kata,
 // gVisor, containerd, crun): device, user namespace, hypervisor and mount settings.
 var runtimeKeyPrefixes = []string{"io.kubernetes.", "io.katacontainers.", "dev.gvisor.", "io.containerd.", "run.oci."}
@@ -112,6 +126,8 @@ func ClaimPodMetadataRefusal(key string, label bool, allowed []string, peerKeys 
 		return "the template's NetworkPolicy admits peers by this label: only the template may set it (allowedClaimPodMetadata)"
 	case isSidecarKey(key):
 		return "sidecar injection and service mesh keys are only set by the template (allowedClaimPodMetadata)"
+	case inDomains(key, attachmentDomains):
+		return "network attachment, cloud identity, device and backup hook keys are only set by the template (allowedClaimPodMetadata)"
 	case slices.ContainsFunc(runtimeKeyPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }):
 		return "container runtime keys are only set by the template (allowedClaimPodMetadata)"
 	}
@@ -119,8 +135,13 @@ func ClaimPodMetadataRefusal(key string, label bool, allowed []string, peerKeys 
 }
 
 func isSidecarKey(key string) bool {
+	return inDomains(key, sidecarDomains)
+}
+
+// inDomains reports whether key's prefix is one of domains or a subdomain of one.
+func inDomains(key string, domains []string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
-	return ok && slices.ContainsFunc(sidecarDomains, func(d string) bool {
+	return ok && slices.ContainsFunc(domains, func(d string) bool {
 		return prefix == d || strings.HasSuffix(prefix, "."+d)
 	})
 }

@@ -135,6 +135,7 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, claimName strin
 	}
 
 	allErrs = append(allErrs, validateAdditionalPodMetadata(&spec.AdditionalPodMetadata, fldPath.Child("additionalPodMetadata"))...)
+	allErrs = append(allErrs, validateClaimBounds(spec, fldPath)...)
 
 	envPath := fldPath.Child("env")
 	allErrs = append(allErrs, validateClaimEnv(spec.Env, envPath)...)
@@ -162,6 +163,35 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, claimName strin
 		if p := lc.ShutdownPolicy; p != nil && !slices.Contains(supportedClaimShutdownPolicies, *p) {
 			allErrs = append(allErrs, field.NotSupported(lcPath.Child("shutdownPolicy"), *p, supportedClaimShutdownPolicies))
 		}
+	}
+	return allErrs
+}
+
+// The lists a claim fills that the server copies into objects it makes with its own rights (the
+// pod, one PVC per volume) are bounded, whatever the template says: past them, a 422.
+const (
+	MaxClaimEnv          = 128
+	MaxClaimMetadataKeys = 64
+)
+
+// validateClaimBounds checks the number of env entries, volumes, and labels and annotations of
+// the pod and of each volume.
+func validateClaimBounds(spec *extensions.SandboxClaimSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	tooMany := func(n, limit int, p *field.Path) {
+		if n > limit {
+			allErrs = append(allErrs, field.TooMany(p, n, limit))
+		}
+	}
+	tooMany(len(spec.Env), MaxClaimEnv, fldPath.Child("env"))
+	tooMany(len(spec.VolumeClaimTemplates), MaxClaimVolumes, fldPath.Child("volumeClaimTemplates"))
+	metaPath := fldPath.Child("additionalPodMetadata")
+	tooMany(len(spec.AdditionalPodMetadata.Labels), MaxClaimMetadataKeys, metaPath.Child("labels"))
+	tooMany(len(spec.AdditionalPodMetadata.Annotations), MaxClaimMetadataKeys, metaPath.Child("annotations"))
+	for i, v := range spec.VolumeClaimTemplates {
+		volMeta := fldPath.Child("volumeClaimTemplates").Index(i).Child("metadata")
+		tooMany(len(v.Labels), MaxClaimMetadataKeys, volMeta.Child("labels"))
+		tooMany(len(v.Annotations), MaxClaimMetadataKeys, volMeta.Child("annotations"))
 	}
 	return allErrs
 }
@@ -216,12 +246,8 @@ func validateClaimEnv(env []extensions.EnvVar, fldPath *field.Path) field.ErrorL
 func ValidateClaimPodMetadataForTemplate(c *extensions.SandboxClaim, t *extensions.SandboxTemplate) field.ErrorList {
 	var allErrs field.ErrorList
 	spec := &t.Spec
-	peerKeys := PeerLabelKeys(spec.NetworkPolicyManagement != extensions.NetworkPolicyManagementUnmanaged, spec.NetworkPolicy != nil,
-		networkPolicyIngress(spec.NetworkPolicy), networkPolicyEgress(spec.NetworkPolicy))
-	var allowedLabels, allowedAnnotations []string
-	if a := spec.AllowedClaimPodMetadata; a != nil {
-		allowedLabels, allowedAnnotations = nonNil(a.Labels), nonNil(a.Annotations)
-	}
+	policy := claimMetadataPolicy(t)
+	peerKeys, allowedLabels, allowedAnnotations := policy.PeerKeys, policy.AllowedLabels, policy.AllowedAnnotations
 	metaPath := field.NewPath("spec", "additionalPodMetadata")
 	templateMeta := spec.PodTemplate.ObjectMeta
 	for _, kind := range []struct {
@@ -246,6 +272,38 @@ func ValidateClaimPodMetadataForTemplate(c *extensions.SandboxClaim, t *extensio
 		}
 	}
 	return allErrs
+}
+
+// claimMetadataPolicy is what template t opens to claims' pod and volume metadata.
+func claimMetadataPolicy(t *extensions.SandboxTemplate) ClaimMetadataPolicy {
+	spec := &t.Spec
+	p := ClaimMetadataPolicy{PeerKeys: PeerLabelKeys(spec.NetworkPolicyManagement != extensions.NetworkPolicyManagementUnmanaged, spec.NetworkPolicy != nil,
+		networkPolicyIngress(spec.NetworkPolicy), networkPolicyEgress(spec.NetworkPolicy))}
+	if a := spec.AllowedClaimPodMetadata; a != nil {
+		p.AllowedLabels, p.AllowedAnnotations = nonNil(a.Labels), nonNil(a.Annotations)
+	}
+	return p
+}
+
+// ValidateClaimVolumesForTemplate checks a claim's volume claim templates against template t
+// (ValidateClaimVolumes); a policy that refuses them all is reported by the registry.
+func ValidateClaimVolumesForTemplate(c *extensions.SandboxClaim, t *extensions.SandboxTemplate) field.ErrorList {
+	policy := t.Spec.VolumeClaimTemplatesPolicy
+	if len(c.Spec.VolumeClaimTemplates) == 0 ||
+		(policy != extensions.VolumeClaimTemplatesPolicyAllowed && policy != extensions.VolumeClaimTemplatesPolicyOverrides) {
+		return nil
+	}
+	var classes []*string
+	for i := range t.Spec.VolumeClaimTemplates {
+		classes = append(classes, t.Spec.VolumeClaimTemplates[i].Spec.StorageClassName)
+	}
+	volumePolicy := NewClaimVolumePolicy(classes, t.Spec.PodTemplate.Spec.Volumes, claimMetadataPolicy(t))
+	vols := make([]ClaimVolume, 0, len(c.Spec.VolumeClaimTemplates))
+	for i := range c.Spec.VolumeClaimTemplates {
+		v := &c.Spec.VolumeClaimTemplates[i]
+		vols = append(vols, ClaimVolume{Name: v.Name, Labels: v.Labels, Annotations: v.Annotations, Spec: &v.Spec})
+	}
+	return ValidateClaimVolumes(vols, volumePolicy, field.NewPath("spec", "volumeClaimTemplates"))
 }
 
 // ValidateClaimEnvForTemplate checks a claim's env against its template t: which containers it

@@ -8,10 +8,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +22,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trustmarks"
@@ -164,8 +164,7 @@ func keepReplicasAndModeInStep(newSpec, oldSpec *agents.SandboxSpec) {
 // it later keeps it warm), cold otherwise. The controller reference decides, which only the
 // server's controllers may set to a pool, so nobody chooses the label by hand.
 func launchType(s *agents.Sandbox) string {
-	if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.Kind == "SandboxWarmPool" &&
-		strings.HasPrefix(ref.APIVersion, "extensions.agents.x-k8s.io/") {
+	if ownership.ControllerOf(s, extensions.Kind("SandboxWarmPool")) != nil {
 		return agentsv1beta1.LaunchTypeWarm
 	}
 	return agentsv1beta1.LaunchTypeCold

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -130,6 +131,20 @@ func TestStrategyReservesTrustMarks(t *testing.T) {
 		{name: "a controller reference added through status", status: true, old: validSandbox, mutate: func(s *agents.Sandbox) {
 			s.OwnerReferences = []metav1.OwnerReference{poolRef(true)}
 		}, want: []string{"metadata.ownerReferences[0]"}},
+	}
+	// A controller reference to our kinds is a mark under any apiVersion, and in any case.
+	for _, v := range []string{"extensions.agents.x-k8s.io/v9", "v1", "extension.agents.x-k8s.io/v1beta1", "apps/v1"} {
+		for _, kind := range []string{"SandboxWarmPool", "SandboxClaim", "sandboxclaim"} {
+			cases = append(cases, struct {
+				name   string
+				old    func() *agents.Sandbox
+				mutate func(*agents.Sandbox)
+				status bool
+				want   []string
+			}{name: "a controller reference to a " + kind + " of " + v, mutate: func(s *agents.Sandbox) {
+				s.OwnerReferences = []metav1.OwnerReference{{APIVersion: v, Kind: kind, Name: "x", UID: types.UID("u"), Controller: ptr.To(true)}}
+			}, want: []string{"metadata.ownerReferences[0]"}})
+		}
 	}
 	for _, tc := range cases {
 		for _, caller := range callers(id) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 )
 
@@ -83,7 +84,7 @@ func (r *ProxyREST) sandboxOf(ctx context.Context, claim *extensions.SandboxClai
 		return nil, err
 	}
 	sb := obj.(*agents.Sandbox)
-	if ref := metav1.GetControllerOfNoCopy(sb); ref == nil || ref.UID != claim.UID {
+	if !ownership.IsControlledBy(sb, extensions.Kind("SandboxClaim"), claim.UID) {
 		return nil, unavailable(fmt.Sprintf("sandbox %s is not controlled by the claim", name))
 	}
 	return sb, nil

@@ -35,7 +35,7 @@ func TestProxySandboxOf(t *testing.T) {
 	sandbox := func(name, controller string) *agents.Sandbox {
 		sb := &agents.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}}
 		if controller != "" {
-			sb.OwnerReferences = []metav1.OwnerReference{{Kind: "SandboxClaim", Name: "x", UID: types.UID(controller), Controller: ptr.To(true)}}
+			sb.OwnerReferences = []metav1.OwnerReference{{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxClaim", Name: "x", UID: types.UID(controller), Controller: ptr.To(true)}}
 		}
 		return sb
 	}

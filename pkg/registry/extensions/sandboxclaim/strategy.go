@@ -88,6 +88,7 @@ func (st claimStrategy) Validate(ctx context.Context, obj runtime.Object) field.
 	if t != nil {
 		allErrs = append(allErrs, validation.ValidateClaimPodMetadataForTemplate(c, t)...)
 		allErrs = append(allErrs, validation.ValidateClaimEnvForTemplate(c, t)...)
+		allErrs = append(allErrs, validation.ValidateClaimVolumesForTemplate(c, t)...)
 	}
 	return allErrs
 }
