@@ -29,7 +29,10 @@ KUBE_VERSION="$(mod_version k8s.io/kubernetes)"
 KWOK_VERSION="$(mod_version sigs.k8s.io/kwok)"
 [[ -n "${KUBE_VERSION}" && -n "${KWOK_VERSION}" ]] || die "cannot read versions from hack/tools/go.mod"
 HELM_VERSION="$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" { print $3; exit }' "${HELM_MOD}/go.mod")"
-[[ -n "${HELM_VERSION}" ]] || die "cannot read the helm version from hack/tools/helm/go.mod"
+# The Kubernetes version helm assumes without a cluster (helm template, helm lint) is that of its
+# client-go, v0.N -> 1.N, as helm's own build stamps it.
+HELM_KUBE_MINOR="$(awk '$1 == "k8s.io/client-go" { split($2, v, "."); print v[2]; exit }' "${HELM_MOD}/go.mod")"
+[[ -n "${HELM_VERSION}" && -n "${HELM_KUBE_MINOR}" ]] || die "cannot read the helm and client-go versions from hack/tools/helm/go.mod"
 
 TOOLS=(
   "kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver"
@@ -74,7 +77,12 @@ ldflags_for() {
   case "$1" in
     kube-*|kubectl) kube_ldflags ;;
     kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
-    helm) echo "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
+    helm)
+      local flags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" pkg
+      for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        flags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${HELM_KUBE_MINOR}"
+      done
+      echo "${flags}" ;;
     *) echo "-s -w" ;;
   esac
 }
