@@ -59,9 +59,10 @@ var imageFiles = []string{"tmp/", "usr/", "usr/local/", "usr/local/bin/", "usr/l
 // does) and checks that both builds have the same digest, that the layout holds one index over
 // linux/amd64 and linux/arm64 images running the static binary as 65532 with no shell and the
 // OCI labels of this commit, and that the linux/amd64 binary taken out of the image reports that
-// version and serves as the chart runs it (serveRendered).
+// version and serves as the chart runs it (serveRendered). Not parallel: the two cross-builds
+// would take the CPU from the tests that measure time; sequential tests finish before the parallel
+// ones start.
 func TestImage(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	var digests []string
 	for _, build := range []string{"first", "second"} {
