@@ -4,12 +4,20 @@ GO ?= go
 OUTPUT := _output
 BIN := $(OUTPUT)/bin
 
-.PHONY: all build test test-unit test-fuzz fuzz test-integration test-e2e codegen verify vet bench tools run down clean
+.PHONY: all build image release test test-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench tools run down clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/sandbox-apiserver ./cmd/sandbox-apiserver
+
+# OCI image layouts under _output/images/ (linux/amd64 and linux/arm64, no container engine).
+image:
+	hack/build-image.sh
+
+# The install YAML, the chart package, the image archives and SHA256SUMS under _output/release/VERSION/.
+release: tools
+	hack/release.sh
 
 # Every test layer: unit (with a brief fuzzing run), integration, then end to end on the local
 # control plane.
@@ -43,11 +51,16 @@ test-e2e: build tools
 codegen:
 	hack/update-codegen.sh
 
+# artifacts/deploy/*.yaml from the chart.
+deploy: tools
+	hack/update-deploy.sh
+
 vet:
 	$(GO) vet ./...
 
-verify: vet
+verify: vet tools
 	hack/verify-codegen.sh
+	hack/verify-deploy.sh
 
 # Benchmarks print their figures and write them to _output/bench/*.json; they never fail on a
 # timing. The cluster benchmarks (cold start, warm claims, claim rates) run on the local control
@@ -56,7 +69,7 @@ bench: build tools
 	PROFILING=true hack/local-up.sh start
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/...
 
-# Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) built from the module proxy.
+# Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) and helm built from the module proxy.
 tools:
 	hack/build-tools.sh
 

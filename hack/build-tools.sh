@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the upstream binaries the local control plane runs (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok) from the pins in
-# hack/tools/go.mod, into a cache directory keyed by those pins and the Go
-# toolchain, and links them into _output/tools/bin/. Also copies kwok's Stage
-# files into _output/tools/kwok-stages/. A second run only re-links.
+# hack/tools/go.mod, and helm from the pin in hack/tools/helm/go.mod (a module
+# of its own: helm's k8s.io dependencies are of another minor), each into a
+# cache directory keyed by its module's pins and the Go toolchain, and links
+# them into _output/tools/bin/. Also copies kwok's Stage files into
+# _output/tools/kwok-stages/. A second run only re-links.
 #
 # Environment:
 #   SANDBOX_TOOLS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/sandbox-apiserver/tools)
@@ -15,6 +17,7 @@ source "${ROOT}/hack/lib/common.sh"
 
 GO="${GO:-go}"
 TOOLS_MOD="${ROOT}/hack/tools"
+HELM_MOD="${ROOT}/hack/tools/helm"
 OUT_BIN="${ROOT}/_output/tools/bin"
 OUT_STAGES="${ROOT}/_output/tools/kwok-stages"
 
@@ -25,6 +28,11 @@ mod_version() {
 KUBE_VERSION="$(mod_version k8s.io/kubernetes)"
 KWOK_VERSION="$(mod_version sigs.k8s.io/kwok)"
 [[ -n "${KUBE_VERSION}" && -n "${KWOK_VERSION}" ]] || die "cannot read versions from hack/tools/go.mod"
+HELM_VERSION="$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" { print $3; exit }' "${HELM_MOD}/go.mod")"
+# The Kubernetes version helm assumes without a cluster (helm template, helm lint) is that of its
+# client-go, v0.N -> 1.N, as helm's own build stamps it.
+HELM_KUBE_MINOR="$(awk '$1 == "k8s.io/client-go" { split($2, v, "."); print v[2]; exit }' "${HELM_MOD}/go.mod")"
+[[ -n "${HELM_VERSION}" && -n "${HELM_KUBE_MINOR}" ]] || die "cannot read the helm and client-go versions from hack/tools/helm/go.mod"
 
 TOOLS=(
   "kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver"
@@ -43,12 +51,12 @@ KWOK_STAGES=(
   kustomize/stage/pod/fast/pod-delete.yaml
 )
 
-# The cache key covers everything that changes the binaries: the module pins,
-# the toolchain and the target platform.
+# cache_key MODDIR: covers everything that changes the binaries of that module:
+# its pins, the toolchain and the target platform.
 cache_key() {
   {
-    cat "${TOOLS_MOD}/go.mod" "${TOOLS_MOD}/go.sum"
-    (cd "${TOOLS_MOD}" && "${GO}" env GOVERSION GOOS GOARCH)
+    cat "$1/go.mod" "$1/go.sum"
+    (cd "$1" && "${GO}" env GOVERSION GOOS GOARCH)
   } | sha256sum | cut -c1-16
 }
 
@@ -69,40 +77,51 @@ ldflags_for() {
   case "$1" in
     kube-*|kubectl) kube_ldflags ;;
     kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
+    helm)
+      local flags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" pkg
+      for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        flags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${HELM_KUBE_MINOR}"
+      done
+      echo "${flags}" ;;
     *) echo "-s -w" ;;
   esac
+}
+
+# build_tool MODDIR CACHE_DIR NAME PKG: builds NAME from PKG in the module MODDIR
+# into CACHE_DIR unless it is there, and links it into _output/tools/bin.
+build_tool() {
+  local mod="$1" cache_dir="$2" name="$3" pkg="$4" start=${SECONDS}
+  if [[ -x "${cache_dir}/${name}" ]]; then
+    log "${name}: cached"
+  else
+    log "${name}: building ${pkg} ..."
+    # Build to a temporary name and rename, so an interrupted build never
+    # leaves a truncated binary that a later run would take as cached.
+    (cd "${mod}" && CGO_ENABLED=0 "${GO}" build -trimpath \
+      -ldflags="$(ldflags_for "${name}")" \
+      -o "${cache_dir}/${name}.tmp.$$" "${pkg}") \
+      || { rm -f "${cache_dir}/${name}.tmp.$$"; die "${name}: build failed"; }
+    mv -f "${cache_dir}/${name}.tmp.$$" "${cache_dir}/${name}"
+    log "${name}: built in $((SECONDS - start))s"
+    built=$((built + 1))
+  fi
+  ln -sfn "${cache_dir}/${name}" "${OUT_BIN}/${name}"
 }
 
 main() {
   command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
   local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
-  local cache_dir key
-  key="$(cache_key)"
-  cache_dir="${cache_root}/${key}"
-  mkdir -p "${cache_dir}" "${OUT_BIN}" "${OUT_STAGES}"
-  log "tools cache: ${cache_dir}"
+  local cache_dir helm_cache_dir
+  cache_dir="${cache_root}/$(cache_key "${TOOLS_MOD}")"
+  helm_cache_dir="${cache_root}/helm-$(cache_key "${HELM_MOD}")"
+  mkdir -p "${cache_dir}" "${helm_cache_dir}" "${OUT_BIN}" "${OUT_STAGES}"
+  log "tools cache: ${cache_dir} (helm: ${helm_cache_dir})"
 
-  local entry name pkg start total_start=${SECONDS} built=0
+  local entry total_start=${SECONDS} built=0
   for entry in "${TOOLS[@]}"; do
-    name="${entry%%|*}"
-    pkg="${entry#*|}"
-    if [[ -x "${cache_dir}/${name}" ]]; then
-      log "${name}: cached"
-    else
-      log "${name}: building ${pkg} ..."
-      start=${SECONDS}
-      # Build to a temporary name and rename, so an interrupted build never
-      # leaves a truncated binary that a later run would take as cached.
-      (cd "${TOOLS_MOD}" && CGO_ENABLED=0 "${GO}" build -trimpath \
-        -ldflags="$(ldflags_for "${name}")" \
-        -o "${cache_dir}/${name}.tmp.$$" "${pkg}") \
-        || { rm -f "${cache_dir}/${name}.tmp.$$"; die "${name}: build failed"; }
-      mv -f "${cache_dir}/${name}.tmp.$$" "${cache_dir}/${name}"
-      log "${name}: built in $((SECONDS - start))s"
-      built=$((built + 1))
-    fi
-    ln -sfn "${cache_dir}/${name}" "${OUT_BIN}/${name}"
+    build_tool "${TOOLS_MOD}" "${cache_dir}" "${entry%%|*}" "${entry#*|}"
   done
+  build_tool "${HELM_MOD}" "${helm_cache_dir}" helm helm.sh/helm/v3/cmd/helm
 
   local kwok_dir rel
   # With every binary cached, the kwok module may still be missing from the module cache.

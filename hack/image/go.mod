@@ -1,0 +1,14 @@
+// The image assembler hack/build-image.sh runs, in a module of its own so that
+// go-containerregistry never becomes a dependency of the server.
+module github.com/sandbox-apiserver/sandbox-apiserver/hack/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
