@@ -546,7 +546,6 @@ metadata:
 spec:
   logs:
   - logsFile: ${SANDBOX_WORK_DIR}/container.log
-    follow: true
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterAttach
