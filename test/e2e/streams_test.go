@@ -474,7 +474,10 @@ spec:
 		select {
 		case <-deadline:
 			open = false
-		case line := <-watch.lines:
+		case line, ok := <-watch.lines:
+			if !ok {
+				t.Fatal("the watch of the sandbox ended")
+			}
 			if line == "0" {
 				t.Fatal("the sandbox was suspended while an exec session was open")
 			}
