@@ -23,7 +23,7 @@ import (
 type failingResponder struct{ t *testing.T }
 
 func (r failingResponder) Object(int, runtime.Object) {}
-func (r failingResponder) Error(err error)              { r.t.Errorf("the forward failed: %v", err) }
+func (r failingResponder) Error(err error)            { r.t.Errorf("the forward failed: %v", err) }
 
 // TestForwardUpgrade: an upgraded stream reaches the pod's subresource on kube-apiserver with the
 // server's credentials, the query of the parsed options and the protocol headers only, and the
