@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	restclient "k8s.io/client-go/rest"
@@ -97,5 +98,24 @@ func TestForwardUpgrade(t *testing.T) {
 	}
 	if req.Host != strings.TrimPrefix(backend.URL, "https://") {
 		t.Errorf("Host %q; want kube-apiserver's", req.Host)
+	}
+}
+
+// TestStatusChecker: a log request kube-apiserver refuses gives the caller kube-apiserver's own
+// status (code, reason and message); a body that is no Status keeps the code.
+func TestStatusChecker(t *testing.T) {
+	respond := func(code int, body string) *http.Response {
+		return &http.Response{StatusCode: code, Body: io.NopCloser(strings.NewReader(body))}
+	}
+	if err := (statusChecker{}).Check(respond(200, "log line")); err != nil {
+		t.Errorf("a 200: %v", err)
+	}
+	err := (statusChecker{}).Check(respond(400, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"container \"agent\" in pod \"sb\" is waiting to start","reason":"BadRequest","code":400}`))
+	if !apierrors.IsBadRequest(err) || err.Error() != `container "agent" in pod "sb" is waiting to start` {
+		t.Errorf("a Status 400: %v; want it as it came", err)
+	}
+	err = (statusChecker{}).Check(respond(502, "bad gateway"))
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != 502 || !strings.Contains(err.Error(), "bad gateway") {
+		t.Errorf("a plain 502: %v", err)
 	}
 }
