@@ -8,8 +8,10 @@ BIN := $(OUTPUT)/bin
 
 all: build
 
+# Every command under cmd/ (sandbox-apiserver, the kubectl-sandbox plugin, ...) into $(BIN).
 build:
-	$(GO) build -o $(BIN)/sandbox-apiserver ./cmd/sandbox-apiserver
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
 
 # Every test layer: unit (with a brief fuzzing run), integration, then end to end on the local
 # control plane.

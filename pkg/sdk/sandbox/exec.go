@@ -24,7 +24,8 @@ import (
 type ExecOptions struct {
 	// Command is the program and its arguments, run without a shell.
 	Command []string
-	// Container names the container; empty means the pod's first (its main) container.
+	// Container names the container; empty means the handle's (see InContainer), by default the
+	// pod's first, its main container.
 	Container string
 	// Stdin, when set, is copied to the command's standard input.
 	Stdin io.Reader
@@ -66,8 +67,12 @@ func (s *Sandbox) Exec(ctx context.Context, o ExecOptions) (err error) {
 	if len(o.Command) == 0 {
 		return errors.New("sandbox: Exec needs a command")
 	}
+	container := o.Container
+	if container == "" {
+		container = s.container
+	}
 	req := s.subresource("POST", "exec").VersionedParams(&corev1.PodExecOptions{
-		Container: o.Container,
+		Container: container,
 		Command:   o.Command,
 		Stdin:     o.Stdin != nil,
 		Stdout:    o.Stdout != nil,

@@ -14,7 +14,8 @@ import (
 
 // LogOptions says which of the sandbox's logs Logs streams, as kubectl logs' flags do.
 type LogOptions struct {
-	// Container names the container; empty means the main one.
+	// Container names the container; empty means the handle's (see InContainer), by default the
+	// main one.
 	Container string
 	// Follow keeps the stream open for new lines until ctx ends.
 	Follow bool
@@ -35,6 +36,9 @@ type LogOptions struct {
 func (s *Sandbox) Logs(ctx context.Context, o LogOptions) (_ io.ReadCloser, err error) {
 	ctx, span := s.startSpan(ctx, "sandbox.Logs")
 	defer func() { endSpan(span, err) }()
+	if o.Container == "" {
+		o.Container = s.container
+	}
 	podOpts := &corev1.PodLogOptions{
 		Container:  o.Container,
 		Follow:     o.Follow,
@@ -56,4 +60,3 @@ func (s *Sandbox) Logs(ctx context.Context, o LogOptions) (_ io.ReadCloser, err 
 	})
 	return stream, err
 }
-

@@ -33,6 +33,7 @@ type Sandbox struct {
 	namespace string
 	kind      Kind
 	name      string
+	container string // for commands, files and logs; "" for the main container
 
 	mu          sync.Mutex
 	sandboxName string            // the Sandbox's name: the claim's status.sandbox.name, or name
@@ -61,6 +62,15 @@ func (s *Sandbox) SandboxName() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sandboxName
+}
+
+// InContainer returns a handle on the same sandbox whose commands, files and logs are those of
+// the container name rather than of the main container.
+func (s *Sandbox) InContainer(name string) *Sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Sandbox{client: s.client, namespace: s.namespace, kind: s.kind, name: s.name, container: name,
+		sandboxName: s.sandboxName, annotations: s.annotations}
 }
 
 func (s *Sandbox) String() string { return string(s.kind) + "/" + s.name }
