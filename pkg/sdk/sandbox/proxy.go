@@ -66,6 +66,7 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out := req.Clone(req.Context())
 		out.URL = target
 		out.Host = ""
+		dropAPIServerHeaders(out.Header)
 		if attempt > 1 && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
@@ -87,6 +88,17 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		case <-time.After(delay):
+		}
+	}
+}
+
+// dropAPIServerHeaders removes what kube-apiserver, not the sandbox, would act on: credentials
+// (the client's own are added after) and impersonation. The proxy does not forward them to the
+// sandbox anyway.
+func dropAPIServerHeaders(h http.Header) {
+	for key := range h {
+		if key == "Authorization" || key == "Proxy-Authorization" || strings.HasPrefix(key, "Impersonate-") {
+			delete(h, key)
 		}
 	}
 }

@@ -132,3 +132,14 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestDropAPIServerHeaders(t *testing.T) {
+	h := http.Header{}
+	for _, key := range []string{"Authorization", "Proxy-Authorization", "Impersonate-User", "Impersonate-Group", "Impersonate-Extra-Scopes", "Content-Type", "X-Request-Id"} {
+		h.Set(key, "x")
+	}
+	dropAPIServerHeaders(h)
+	if len(h) != 2 || h.Get("Content-Type") == "" || h.Get("X-Request-Id") == "" {
+		t.Errorf("left %v; want only Content-Type and X-Request-Id", h)
+	}
+}
