@@ -71,14 +71,18 @@ func (s *Sandbox) Exec(ctx context.Context, o ExecOptions) (err error) {
 	if container == "" {
 		container = s.container
 	}
-	req := s.subresource("POST", "exec").VersionedParams(&corev1.PodExecOptions{
+	req := s.subresource("POST", "exec").SpecificallyVersionedParams(&corev1.PodExecOptions{
 		Container: container,
 		Command:   o.Command,
 		Stdin:     o.Stdin != nil,
 		Stdout:    o.Stdout != nil,
 		Stderr:    o.Stderr != nil && !o.TTY,
 		TTY:       o.TTY,
-	}, kscheme.ParameterCodec)
+	}, kscheme.ParameterCodec, corev1.SchemeGroupVersion)
+	// The query is in pods/exec's terms (core/v1), not the claim's group version.
+	if err := req.Error(); err != nil {
+		return err
+	}
 	executor, err := s.client.executor(req.URL())
 	if err != nil {
 		return err

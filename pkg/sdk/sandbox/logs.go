@@ -55,7 +55,7 @@ func (s *Sandbox) Logs(ctx context.Context, o LogOptions) (_ io.ReadCloser, err 
 	// Opening the stream is a read: repeat it on transient failures.
 	err = retryOn(ctx, isTransient, func() error {
 		var err error
-		stream, err = s.subresource("GET", "log").VersionedParams(podOpts, kscheme.ParameterCodec).Stream(ctx)
+		stream, err = s.subresource("GET", "log").SpecificallyVersionedParams(podOpts, kscheme.ParameterCodec, corev1.SchemeGroupVersion).Stream(ctx)
 		return err
 	})
 	return stream, err
