@@ -247,10 +247,11 @@ func TestKubectlSandboxPlugin(t *testing.T) {
 
 	t.Run("logs", func(t *testing.T) {
 		// kwok streams one file as every pod's log: container.log in the directory its commands
-		// run in. A command in the sandbox writes a line there while logs -f follows.
+		// run in, in the CRI log format (time, stream, tag, text). A command in the sandbox
+		// writes a line there while logs -f follows.
 		marker := "plugin-log-" + randSuffix(8)
 		logs := startKubectl(t, kubectlOptions{kubeconfig: kc, env: pluginEnv()}, 2*time.Minute, "sandbox", "logs", "-f", "--tail=20", "mine")
-		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", "echo "+marker+" >> container.log")
+		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", `echo "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z) stdout F `+marker+`" >> container.log`)
 		logs.next(t, "the line written in the sandbox", func(l string) bool { return l == marker })
 	})
 
