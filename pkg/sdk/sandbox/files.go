@@ -249,13 +249,9 @@ func (s *Sandbox) CopyFrom(ctx context.Context, src, dst string) (skipped int, e
 	defer cancel()
 	stream := s.receiveTar(ctx, dirOrRoot(dir), name, false)
 	skipped, err = extractTar(stream, name, dst)
-	if err != nil {
-		cancel()
-		return skipped, stream.result(err)
-	}
-	// Drain what follows the end of the archive, so tar's exit status is known.
+	// Drain what is left, so tar's exit status (and message) is known.
 	_, _ = io.Copy(io.Discard, stream)
-	return skipped, stream.result(nil)
+	return skipped, stream.result(err)
 }
 
 // tarStream is the output of `tar -c` in the sandbox.
