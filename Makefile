@@ -8,8 +8,10 @@ BIN := $(OUTPUT)/bin
 
 all: build
 
+# Every command under cmd/ (sandbox-apiserver, the kubectl-sandbox plugin, ...) into $(BIN).
 build:
-	$(GO) build -o $(BIN)/sandbox-apiserver ./cmd/sandbox-apiserver
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
 
 # OCI image layouts under _output/images/ (linux/amd64 and linux/arm64, no container engine).
 image:

@@ -344,11 +344,18 @@ type watcher struct {
 // kubeconfig (the admin when empty). It ends after timeout at the latest and with the test.
 func startWatch(t *testing.T, kubeconfig string, timeout time.Duration, args ...string) *watcher {
 	t.Helper()
+	return startKubectl(t, kubectlOptions{kubeconfig: kubeconfig}, timeout, args...)
+}
+
+// startKubectl starts `kubectl ARGS` with o in the background (a watch, a port-forward...); its
+// stdout lines are read with next. It ends after timeout at the latest and with the test.
+func startKubectl(t *testing.T, o kubectlOptions, timeout time.Duration, args ...string) *watcher {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	w := &watcher{args: args, lines: make(chan string, 1024), cancel: cancel, done: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, kubectlBin, args...)
 	cmd.Dir = repoRoot
-	cmd.Env = kubectlEnv(kubectlOptions{kubeconfig: kubeconfig})
+	cmd.Env = kubectlEnv(o)
 	cmd.Stderr = lockedWriter{&w.mu, &w.stderr}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
