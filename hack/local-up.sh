@@ -37,7 +37,8 @@
 #   PROFILING [false]         kube-apiserver serves /debug/pprof (make bench
 #                             profiles it; sandbox-apiserver always does)
 #   START_TIMEOUT [90]        seconds each component has to become ready
-#   APISERVICE_TIMEOUT [120]  seconds the APIServices have to become Available
+#   APISERVICE_TIMEOUT [120]  seconds the APIServices have to become Available,
+#                             then again for kube-apiserver to serve their OpenAPI
 #   STOP_TIMEOUT [20]         seconds between SIGTERM and SIGKILL
 set -euo pipefail
 
@@ -82,6 +83,16 @@ APISERVICES=(
   v1beta1.extensions.agents.x-k8s.io
   v1alpha1.extensions.agents.x-k8s.io
 )
+
+# The kinds each served group version must show in kube-apiserver's aggregated OpenAPI before
+# start returns: kubectl explain and apply --validate=strict read them from there.
+OPENAPI_KINDS=(
+  agents.x-k8s.io:Sandbox
+  extensions.agents.x-k8s.io:SandboxClaim
+  extensions.agents.x-k8s.io:SandboxTemplate
+  extensions.agents.x-k8s.io:SandboxWarmPool
+)
+OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 
 # Start order; stop runs it backwards.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok sandbox-etcd sandbox-apiserver)
@@ -670,6 +681,50 @@ wait_apiservices() {
   done
 }
 
+# openapi_missing prints each kind and version kube-apiserver's aggregated OpenAPI v2 or v3 does
+# not describe yet (nothing once both do). kube-apiserver aggregates a new APIService's OpenAPI
+# some seconds after it is Available; until then kubectl explain finds no such resource.
+openapi_missing() {
+  local v2 v3 entry group kind version gvk
+  v2="$(kubectl_admin get --raw /openapi/v2 2>/dev/null)" || v2=""
+  for version in "${OPENAPI_VERSIONS[@]}"; do
+    for entry in "${OPENAPI_KINDS[@]}"; do
+      group="${entry%%:*}" kind="${entry#*:}"
+      # The definitions carry their kind as x-kubernetes-group-version-kind, keys in this order.
+      gvk="\"group\":\"${group}\",\"kind\":\"${kind}\",\"version\":\"${version}\""
+      [[ "${v2}" == *"${gvk}"* ]] || echo "v2 ${group}/${version} ${kind}"
+    done
+  done
+  for version in "${OPENAPI_VERSIONS[@]}"; do
+    for group in agents.x-k8s.io extensions.agents.x-k8s.io; do
+      v3="$(kubectl_admin get --raw "/openapi/v3/apis/${group}/${version}" 2>/dev/null)" || v3=""
+      for entry in "${OPENAPI_KINDS[@]}"; do
+        [[ "${entry%%:*}" == "${group}" ]] || continue
+        kind="${entry#*:}"
+        gvk="\"group\":\"${group}\",\"kind\":\"${kind}\",\"version\":\"${version}\""
+        [[ "${v3}" == *"${gvk}"* ]] || echo "v3 ${group}/${version} ${kind}"
+      done
+    done
+  done
+}
+
+wait_openapi() {
+  local deadline=$((SECONDS + APISERVICE_TIMEOUT)) missing
+  while true; do
+    missing="$(openapi_missing)"
+    if [[ -z "${missing}" ]]; then
+      log "kube-apiserver's OpenAPI v2 and v3 describe every kind in both versions"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      log "ERROR: not in kube-apiserver's OpenAPI after ${APISERVICE_TIMEOUT}s:"
+      sed 's/^/    /' <<<"${missing}" >&2
+      fail sandbox-apiserver "OpenAPI not aggregated after ${APISERVICE_TIMEOUT}s"
+    fi
+    sleep 1
+  done
+}
+
 # ---------------------------------------------------------------------------
 # Commands
 
@@ -713,6 +768,7 @@ cmd_start() {
   else
     start_component sandbox-apiserver
     wait_apiservices
+    wait_openapi
   fi
   log "local control plane is up; logs in ${LOGS#"${ROOT}/"}"
   echo "export KUBECONFIG=${ADMIN_KUBECONFIG}"
@@ -789,6 +845,7 @@ cmd_start_sandbox_apiserver() {
   start_sandbox_etcd_first
   start_component sandbox-apiserver
   wait_apiservices
+  wait_openapi
 }
 
 cmd_start_sandbox_etcd() {

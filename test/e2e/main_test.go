@@ -28,6 +28,9 @@ var (
 	certsDir        string // _output/local/certs (ca.crt and ca.key sign client certificates)
 	examplesDir     string // artifacts/examples
 	kubeCacheDir    string // kubectl's discovery and HTTP cache for this run (KUBECACHEDIR)
+	// planeStartedHere: this run started the control plane, and no command has talked to the
+	// sandbox APIs since hack/local-up.sh start returned (TestExplainIsTheFirstCommand's premise).
+	planeStartedHere bool
 )
 
 // controlPlaneComponents are the processes hack/local-up.sh status reports, in start order.
@@ -130,6 +133,12 @@ func ensureControlPlane() (owned bool, err error) {
 		}
 		if err := runLocalUp(10*time.Minute, "start"); err != nil {
 			return owned, err
+		}
+		if owned {
+			// start returns once the APIs are served, OpenAPI included: the first test checks that
+			// with kubectl explain, before any other command.
+			planeStartedHere = true
+			return owned, nil
 		}
 	}
 	return owned, waitForSandboxAPIs(2 * time.Minute)

@@ -45,7 +45,7 @@ var (
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(reconcileTotal, reconcileDuration, Leader,
-			ClaimStartupLatency, ClaimControllerStartupLatency, SandboxCreationLatency, ClaimCreations, buildInfo)
+			ClaimStartupLatency, ClaimControllerStartupLatency, ClientClaimStartupLatency, SandboxCreationLatency, ClaimCreations, buildInfo)
 		buildInfo.Set(1)
 	})
 }

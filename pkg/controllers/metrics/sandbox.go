@@ -67,6 +67,16 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"launch_type", "sandbox_template"})
 
+	// ClientClaimStartupLatency is the time from a client's first request for a claim (the SDKs'
+	// stamp) to the claim's first Ready=True: the startup as the client saw it, clock skew
+	// included.
+	ClientClaimStartupLatency = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:           "agent_sandbox_client_claim_startup_latency_ms",
+		Help:           "Milliseconds from a client's first request for a SandboxClaim (its agents.x-k8s.io/client-first-requested-at annotation) to its first Ready=True; clock skew between client and server included.",
+		Buckets:        claimLatencyBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"launch_type", "sandbox_template"})
+
 	// SandboxCreationLatency is the time from a Sandbox's creation to its Ready=True.
 	SandboxCreationLatency = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:           "agent_sandbox_creation_latency_ms",

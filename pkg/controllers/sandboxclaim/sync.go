@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -455,10 +456,33 @@ func observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandb
 	if !observedAt.IsZero() {
 		metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(observedAt))
 	}
+	if requestedAt, ok := clientRequestedAt(claim, time.Now()); ok {
+		metrics.ClientClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(requestedAt))
+	}
 	if r := meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey); r != nil {
 		ms := float64(r.LastTransitionTime.Sub(sb.CreationTimestamp.Time).Microseconds()) / 1000
 		metrics.SandboxCreationLatency.WithLabelValues(sb.Namespace, launch, template).Observe(ms)
 	}
+}
+
+// clientRequestedAt is when the claim's client first asked for it, as its SDK stamped it. A claim
+// without the stamp (written by hand) is not measured; neither is one whose stamp does not parse
+// or lies in the future (a skewed clock), which is logged.
+func clientRequestedAt(claim *extensionsv1beta1.SandboxClaim, now time.Time) (time.Time, bool) {
+	stamp, ok := claim.Annotations[agentsv1beta1.ClientRequestedAtAnnotation]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	switch {
+	case err != nil:
+		klog.V(1).InfoS("Not measuring the client-seen startup: unparseable request time", "claim", klog.KObj(claim), "value", stamp, "err", err)
+		return time.Time{}, false
+	case t.After(now):
+		klog.V(1).InfoS("Not measuring the client-seen startup: request time in the future", "claim", klog.KObj(claim), "value", stamp)
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // writeStatus writes the status subresource only when it changed since the cached copy, and not

@@ -7,8 +7,11 @@
 // later) and controller references to a SandboxWarmPool or SandboxClaim. A Sandbox carrying them
 // would be handed to the next claim as a pool member, or look like a claim's own.
 //
-// Users keep the one key of the domain the seeds give them: the agents.x-k8s.io/pod-name
-// annotation, naming the pod of a Sandbox.
+// Users keep the keys of the domain that name or describe and that nothing trusts: the
+// agents.x-k8s.io/pod-name annotation the seeds give them, naming the pod of a Sandbox, and on any
+// object's own metadata the marks the peer's SDKs write on every claim (the created-by label and
+// the client-first-requested-at annotation). Every other key of the domain, including any added
+// later, stays reserved.
 package trustmarks
 
 import (
@@ -28,8 +31,13 @@ import (
 // domain is the domain of the controllers' marks.
 const domain = "agents.x-k8s.io"
 
-// userAnnotations are the keys of the domain users set themselves.
-var userAnnotations = []string{agentsv1beta1.SandboxPodNameAnnotation}
+// The keys of the domain users set themselves: on an object's own metadata, and on a Sandbox's pod
+// template (which only the pod-name annotation may name).
+var (
+	userLabels             = []string{agentsv1beta1.CreatedByLabel}
+	userAnnotations        = []string{agentsv1beta1.SandboxPodNameAnnotation, agentsv1beta1.ClientRequestedAtAnnotation}
+	podTemplateAnnotations = []string{agentsv1beta1.SandboxPodNameAnnotation}
+)
 
 // The API server itself writes these keys of the domain on every create and keeps them on every
 // update, whatever the request says, before the strategies validate: the launch-type label (the
@@ -37,7 +45,7 @@ var userAnnotations = []string{agentsv1beta1.SandboxPodNameAnnotation}
 // What a request sent for them never reaches storage, so they are not a request's marks.
 var (
 	serverLabels      = []string{agentsv1beta1.SandboxLaunchTypeLabel}
-	serverAnnotations = append([]string{agentsv1beta1.NamespaceUIDAnnotation}, userAnnotations...)
+	serverAnnotations = []string{agentsv1beta1.NamespaceUIDAnnotation}
 )
 
 // ownerKinds are the kinds whose controller reference makes a Sandbox theirs.
@@ -64,7 +72,7 @@ func Sandbox(newS, oldS *agents.Sandbox) field.ErrorList {
 	podPath := field.NewPath("spec", "podTemplate", "metadata")
 	newPod := newS.Spec.PodTemplate.ObjectMeta
 	allErrs = append(allErrs, keys(newPod.Labels, oldPod.Labels, nil, podPath.Child("labels"))...)
-	return append(allErrs, keys(newPod.Annotations, oldPod.Annotations, userAnnotations, podPath.Child("annotations"))...)
+	return append(allErrs, keys(newPod.Annotations, oldPod.Annotations, podTemplateAnnotations, podPath.Child("annotations"))...)
 }
 
 // Claim lists the marks newC sets or changes from old (nil on create): labels and annotations.
@@ -80,8 +88,8 @@ func objectMeta(newM, oldM *metav1.ObjectMeta, fldPath *field.Path) field.ErrorL
 	if oldM == nil {
 		oldM = &metav1.ObjectMeta{}
 	}
-	allErrs := keys(newM.Labels, oldM.Labels, serverLabels, fldPath.Child("labels"))
-	allErrs = append(allErrs, keys(newM.Annotations, oldM.Annotations, serverAnnotations, fldPath.Child("annotations"))...)
+	allErrs := keys(newM.Labels, oldM.Labels, slices.Concat(serverLabels, userLabels), fldPath.Child("labels"))
+	allErrs = append(allErrs, keys(newM.Annotations, oldM.Annotations, slices.Concat(serverAnnotations, userAnnotations), fldPath.Child("annotations"))...)
 	return append(allErrs, controllerRefs(newM.OwnerReferences, oldM.OwnerReferences, fldPath.Child("ownerReferences"))...)
 }
 

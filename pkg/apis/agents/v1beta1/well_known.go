@@ -27,6 +27,14 @@ const (
 	// SandboxTemplateRefAnnotation records the SandboxTemplate a Sandbox was made from.
 	SandboxTemplateRefAnnotation = "agents.x-k8s.io/sandbox-template-ref"
 
+	// CreatedByLabel names the client that created an object (the peer's SDKs write go-client or
+	// python-client). Informational: users set it, nothing trusts it.
+	CreatedByLabel = "agents.x-k8s.io/created-by"
+	// ClientRequestedAtAnnotation is when a client first asked for a claim (RFC 3339), stamped by
+	// the SDKs; the client-seen claim startup is measured from it. Informational, like
+	// CreatedByLabel.
+	ClientRequestedAtAnnotation = "agents.x-k8s.io/client-first-requested-at"
+
 	// SandboxLaunchTypeLabel says how a Sandbox and its Pod came to be: LaunchTypeWarm for a warm
 	// pool's member (and so for a claim's sandbox adopted from a pool), LaunchTypeCold for any
 	// other. The API server sets it when the Sandbox is created and keeps it after.
