@@ -34,6 +34,11 @@
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
 #                             runs, for a server started by hand)
 #   KWOK_NODES [3]            number of fake Nodes
+#   SANDBOX_WORK_DIR [_output/local/sandbox-work]  where kwok runs the commands of
+#                             exec on any pod, and the file its logs and attach
+#                             stream (container.log)
+#   PORT_FORWARD_PORTS [18000-18099]  a pod's port P in this range forwards to
+#                             127.0.0.1:P (kwok's ClusterPortForward)
 #   PROFILING [false]         kube-apiserver serves /debug/pprof (make bench
 #                             profiles it; sandbox-apiserver always does)
 #   START_TIMEOUT [90]        seconds each component has to become ready
@@ -69,6 +74,8 @@ SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apis
 SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
 SKIP_SANDBOX_APISERVER="${SKIP_SANDBOX_APISERVER:-}"
 KWOK_NODES="${KWOK_NODES:-3}"
+SANDBOX_WORK_DIR="${SANDBOX_WORK_DIR:-${OUT}/sandbox-work}"
+PORT_FORWARD_PORTS="${PORT_FORWARD_PORTS:-18000-18099}"
 PROFILING="${PROFILING:-false}"
 START_TIMEOUT="${START_TIMEOUT:-90}"
 APISERVICE_TIMEOUT="${APISERVICE_TIMEOUT:-120}"
@@ -342,6 +349,10 @@ make_certs() {
   make_cert kube-controller-manager ca system:kube-controller-manager - client
   make_cert kube-scheduler ca system:kube-scheduler - client
   make_cert kwok ca kwok system:masters client
+  # kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS;
+  # kube-apiserver verifies it with the cluster CA and shows its own client cert.
+  make_cert kwok-serving ca kwok-serving - server 127.0.0.1 localhost
+  make_cert kube-apiserver-kubelet-client ca kube-apiserver-kubelet-client system:masters client
   make_cert sandbox-apiserver-client ca "${SANDBOX_USER}" - client
   # The aggregator checks the name <service>.<namespace>.svc; kubectl and the
   # probes here use localhost / 127.0.0.1.
@@ -456,6 +467,10 @@ start_kube_apiserver() {
     --requestheader-username-headers=X-Remote-User \
     --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" \
     --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
+    --kubelet-certificate-authority="${CERTS}/ca.crt" \
+    --kubelet-client-certificate="${CERTS}/kube-apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${CERTS}/kube-apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP \
     --enable-aggregator-routing=false \
     --endpoint-reconciler-type=none \
     --profiling="${PROFILING}" \
@@ -508,7 +523,61 @@ start_kube_scheduler() {
 }
 
 probe_kwok() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${KWOK_PORT}/healthz" >/dev/null
+  curl -fsS --max-time 2 --cacert "${CERTS}/ca.crt" "https://127.0.0.1:${KWOK_PORT}/healthz" >/dev/null
+}
+
+# write_kwok_streams FILE: kwok's ClusterExec, ClusterLogs, ClusterAttach and
+# ClusterPortForward for every pod. Commands run in SANDBOX_WORK_DIR as the user
+# running this plane; logs and attach stream SANDBOX_WORK_DIR/container.log; a
+# pod's port P in PORT_FORWARD_PORTS reaches 127.0.0.1:P. kwok has one such
+# configuration for all pods: they share the directory, the log and the ports
+# (see docs/streams.md).
+write_kwok_streams() {
+  local file="$1" first last port
+  first="${PORT_FORWARD_PORTS%-*}" last="${PORT_FORWARD_PORTS#*-}"
+  [[ "${first}" =~ ^[0-9]+$ && "${last}" =~ ^[0-9]+$ && "${first}" -le "${last}" ]] ||
+    die "PORT_FORWARD_PORTS must be FIRST-LAST, got ${PORT_FORWARD_PORTS}"
+  mkdir -p "${SANDBOX_WORK_DIR}" "$(dirname "${file}")"
+  touch "${SANDBOX_WORK_DIR}/container.log"
+  {
+    cat <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: sandbox-work
+spec:
+  execs:
+  - local:
+      workDir: ${SANDBOX_WORK_DIR}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: sandbox-work
+spec:
+  logs:
+  - logsFile: ${SANDBOX_WORK_DIR}/container.log
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: sandbox-work
+spec:
+  attaches:
+  - logsFile: ${SANDBOX_WORK_DIR}/container.log
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata:
+  name: local-ports
+spec:
+  forwards:
+EOF
+    for ((port = first; port <= last; port++)); do
+      printf '  - ports: [%d]\n    target: {address: 127.0.0.1, port: %d}\n' "${port}" "${port}"
+    done
+  } >"${file}"
 }
 
 start_kwok() {
@@ -516,14 +585,21 @@ start_kwok() {
   for stage in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
     args+=("--config=${KWOK_STAGES}/${stage}.yaml")
   done
+  write_kwok_streams "${OUT}/kwok/streams.yaml"
   # --node-ip keeps every address kwok reports for its Nodes on loopback, so
   # nothing (kubectl logs/exec through the kube-apiserver) ever dials out.
+  # The Nodes advertise KWOK_PORT as their kubelet port (--node-port): kwok
+  # serves its health checks, metrics and the kubelet API there, over TLS.
   launch kwok \
     "${args[@]}" \
+    --config="${OUT}/kwok/streams.yaml" \
     --kubeconfig="${KUBECONFIGS}/kwok.kubeconfig" \
     --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 \
+    --node-port="${KWOK_PORT}" \
+    --tls-cert-file="${CERTS}/kwok-serving.crt" \
+    --tls-private-key-file="${CERTS}/kwok-serving.key" \
     --cidr=10.244.0.0/16 \
     --server-address="127.0.0.1:${KWOK_PORT}"
   wait_ready kwok probe_kwok

@@ -37,6 +37,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxstream"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
 )
@@ -136,12 +137,20 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil, err
 	}
 	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods}
+	streams, err := sandboxstream.New(sandboxstream.Config{
+		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker,
+		Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
+	})
+	if err != nil {
+		return nil, err
+	}
 	agentsResources := map[string]rest.Storage{
 		"sandboxes":        sandboxStorage.Sandbox,
 		"sandboxes/status": sandboxStorage.Status,
 		"sandboxes/scale":  sandboxStorage.Scale,
 		"sandboxes/proxy":  &sandbox.ProxyREST{Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
 	}
+	addSubresources(agentsResources, "sandboxes", sandbox.StreamStorage(sandboxStorage.Sandbox, streams))
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
 	// to its sandbox (see pkg/registry/claimbinding), in every replica.
@@ -188,6 +197,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		"sandboxwarmpools/status": poolStorage.Status,
 		"sandboxwarmpools/scale":  poolStorage.Scale,
 	}
+	addSubresources(extensionsResources, "sandboxclaims", sandboxclaim.StreamStorage(claimStorage.SandboxClaim, sandboxStorage.Sandbox, streams))
 
 	groups := []struct {
 		group     string

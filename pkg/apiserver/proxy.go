@@ -20,12 +20,14 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxstream"
 )
 
-// longRunning marks watches and the proxy subresources as long-running, as kube-apiserver does for
-// pods/proxy: a proxied stream or WebSocket is not cut at the request timeout and does not hold
-// an in-flight slot.
-var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
+// longRunning marks watches, the proxy and the streaming subresources as long-running, as
+// kube-apiserver does for their pods/* counterparts: a proxied stream or WebSocket is not cut at
+// the request timeout and does not hold an in-flight slot.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"),
+	sets.NewString("proxy", "exec", "attach", "log", "portforward"))
 
 // sandboxPods watches the pods of Sandboxes (those with the Sandbox UID label) so the proxy finds
 // a Sandbox's pod without a request to the cluster per proxied request. Every replica runs it,
@@ -71,7 +73,7 @@ func sandboxPods(generic *genericapiserver.GenericAPIServer, kubeConfig *restcli
 	}, nil
 }
 
-// proxiedPodFields keeps of a pod only what the proxy reads (see sandboxproxy.Target): this cache
+// proxiedPodFields keeps of a pod only what the proxy and the streams read (see sandboxproxy.Target): this cache
 // holds every sandbox's pod in every replica, beside the controllers' own.
 func proxiedPodFields(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -85,6 +87,10 @@ func proxiedPodFields(obj any) (any, error) {
 		},
 		Spec:   corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, Conditions: pod.Status.Conditions},
+	}
+	// The streaming subresources default the container this annotation names.
+	if d, ok := pod.Annotations[sandboxstream.DefaultContainerAnnotation]; ok {
+		slim.Annotations = map[string]string{sandboxstream.DefaultContainerAnnotation: d}
 	}
 	for _, c := range pod.Spec.Containers {
 		slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})

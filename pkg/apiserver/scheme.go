@@ -15,9 +15,12 @@ import (
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
 	agentsinstall "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/install"
+	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsinstall "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/install"
+	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxstream"
 )
 
 var (
@@ -38,6 +41,9 @@ func init() {
 	extensionsinstall.Install(Scheme)
 	utilruntime.Must(scalescheme.AddToScheme(Scheme))
 	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))
+	// The streaming subresources take the query types of their pods/* counterparts.
+	utilruntime.Must(sandboxstream.AddToScheme(Scheme, agentsv1beta1.SchemeGroupVersion, agentsv1alpha1.SchemeGroupVersion,
+		extensionsv1beta1.SchemeGroupVersion, extensionsv1alpha1.SchemeGroupVersion))
 
 	// The unversioned meta types every API server serves (Status, WatchEvent, options).
 	unversioned := schema.GroupVersion{Group: "", Version: "v1"}

@@ -59,7 +59,7 @@ func (r *ProxyREST) Connect(ctx context.Context, id string, opts runtime.Object,
 		return nil, err
 	}
 	claim := obj.(*extensions.SandboxClaim)
-	sb, err := r.sandboxOf(ctx, claim)
+	sb, err := sandboxOf(ctx, r.Sandboxes, claim)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (r *ProxyREST) Connect(ctx context.Context, id string, opts runtime.Object,
 }
 
 // sandboxOf returns the Sandbox the claim's status names, checked to be controlled by the claim.
-func (r *ProxyREST) sandboxOf(ctx context.Context, claim *extensions.SandboxClaim) (*agents.Sandbox, error) {
+func sandboxOf(ctx context.Context, sandboxes rest.Getter, claim *extensions.SandboxClaim) (*agents.Sandbox, error) {
 	unavailable := func(why string) error {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("sandboxclaim %s/%s has no sandbox to proxy to: %s", claim.Namespace, claim.Name, why))
 	}
@@ -75,7 +75,7 @@ func (r *ProxyREST) sandboxOf(ctx context.Context, claim *extensions.SandboxClai
 	if name == "" {
 		return nil, unavailable("status.sandbox.name is not set yet")
 	}
-	obj, err := r.Sandboxes.Get(ctx, name, &metav1.GetOptions{})
+	obj, err := sandboxes.Get(ctx, name, &metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, unavailable(fmt.Sprintf("sandbox %s does not exist", name))
 	}

@@ -55,7 +55,7 @@ func TestProxySandboxOf(t *testing.T) {
 	} {
 		c := claim.DeepCopy()
 		c.Status.SandboxStatus.Name = tc.status
-		sb, err := r.sandboxOf(context.Background(), c)
+		sb, err := sandboxOf(context.Background(), r.Sandboxes, c)
 		if tc.refusal == "" {
 			if err != nil || sb.Name != tc.want {
 				t.Errorf("status names %q: got %v, %v; want sandbox %s", tc.status, sb, err, tc.want)

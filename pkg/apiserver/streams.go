@@ -1,0 +1,47 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package apiserver
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// addSubresources adds a kind's subresources, keyed by subresource name, to resources.
+func addSubresources(resources map[string]rest.Storage, kind string, subresources map[string]rest.Storage) {
+	for name, storage := range subresources {
+		resources[kind+"/"+name] = storage
+	}
+}
+
+// streamEvents records the Events of exec and attach sessions in the cluster, from every replica
+// (the controllers' recorder runs in the leader only). nil without a cluster connection.
+func streamEvents(generic *genericapiserver.GenericAPIServer, kubeConfig *restclient.Config) record.EventRecorder {
+	if kubeConfig == nil {
+		return nil
+	}
+	client, err := kubernetes.NewForConfig(kubeConfig)
+	if err != nil {
+		klog.ErrorS(err, "Stream sessions will record no Events")
+		return nil
+	}
+	broadcaster := record.NewBroadcaster()
+	generic.AddPostStartHookOrDie("start-sandbox-stream-events", func(hook genericapiserver.PostStartHookContext) error {
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		go func() {
+			<-hook.Done()
+			broadcaster.Shutdown()
+		}()
+		return nil
+	})
+	// The Events name the Sandbox by an ObjectReference, which needs no scheme of our kinds.
+	return broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "sandbox-apiserver"})
+}
