@@ -111,9 +111,9 @@ func exerciseMCPTools(t *testing.T, session *mcp.ClientSession, ns string) {
 	}
 
 	var created struct {
-		SandboxID, Namespace, Session string
-		Ready                         bool
-		ShutdownTime                  string `json:"shutdown_time"`
+		SandboxID          string `json:"sandbox_id"`
+		Namespace, Session string
+		Ready              bool
 	}
 	callToolOK(t, session, "create_sandbox", map[string]any{"template_name": "mcp", "labels": map[string]string{"purpose": "e2e"}}, &created)
 	if !created.Ready || created.Namespace != ns || created.Session == "" {
