@@ -152,4 +152,3 @@ func (q *sizeQueue) stop() {
 	signal.Stop(q.signals)
 	close(q.done)
 }
-

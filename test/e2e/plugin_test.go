@@ -5,11 +5,13 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -57,29 +59,29 @@ func pluginOK(t *testing.T, kubeconfig string, args ...string) string {
 	return stdout
 }
 
-// listenLocal listens on 127.0.0.1 at the first free port of E2E_LOCAL_PORTS ("FIRST-LAST"),
-// or at any free port when it is not set; kwok forwards a sandbox's port-forwards and proxied
-// requests to the same port on 127.0.0.1.
+// listenLocal listens on 127.0.0.1 at a free port of PORT_FORWARD_PORTS ("FIRST-LAST", as for
+// hack/local-up.sh: 18000-18099 by default), the ports kwok forwards a pod's port-forwards to on
+// 127.0.0.1.
 func listenLocal(t *testing.T) net.Listener {
 	t.Helper()
-	first, last := 0, 0
-	if r := os.Getenv("E2E_LOCAL_PORTS"); r != "" {
-		a, b, _ := strings.Cut(r, "-")
-		var errA, errB error
-		first, errA = strconv.Atoi(a)
-		last, errB = strconv.Atoi(b)
-		if errA != nil || errB != nil || first > last {
-			t.Fatalf("E2E_LOCAL_PORTS=%q: want FIRST-LAST", r)
-		}
+	r := cmp.Or(os.Getenv("PORT_FORWARD_PORTS"), "18000-18099")
+	a, b, _ := strings.Cut(r, "-")
+	first, errA := strconv.Atoi(a)
+	last, errB := strconv.Atoi(b)
+	if errA != nil || errB != nil || first > last {
+		t.Fatalf("PORT_FORWARD_PORTS=%q: want FIRST-LAST", r)
 	}
-	for port := first; port <= last; port++ {
+	// Start at a random port of the range: tests running at once seldom try the same one.
+	offset := mathrand.IntN(last - first + 1)
+	for i := range last - first + 1 {
+		port := first + (offset+i)%(last-first+1)
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			t.Cleanup(func() { l.Close() })
 			return l
 		}
 	}
-	t.Fatalf("no free port in E2E_LOCAL_PORTS=%s", os.Getenv("E2E_LOCAL_PORTS"))
+	t.Fatalf("no free port in PORT_FORWARD_PORTS=%s", r)
 	return nil
 }
 
@@ -232,6 +234,15 @@ spec:
 		if code == 0 || !strings.Contains(stderr, "missing") {
 			t.Errorf("cp of a missing file: exit code %d, stderr %q; want a failure naming it", code, stderr)
 		}
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		// kwok streams one file as every pod's log: container.log in the directory its commands
+		// run in. A command in the sandbox writes a line there while logs -f follows.
+		marker := "plugin-log-" + randSuffix(8)
+		logs := startKubectl(t, kubectlOptions{kubeconfig: kc, env: pluginEnv()}, 2*time.Minute, "sandbox", "logs", "-f", "--tail=20", "mine")
+		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", "echo "+marker+" >> container.log")
+		logs.next(t, "the line written in the sandbox", func(l string) bool { return l == marker })
 	})
 
 	t.Run("port-forward", func(t *testing.T) {
