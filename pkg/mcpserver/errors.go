@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -38,6 +39,8 @@ func explain(what string, err error) error {
 		return fmt.Errorf("%s: %v. Call list_templates to see the templates and warm pools of the namespace", what, err)
 	case errors.As(err, &failed):
 		return fmt.Errorf("%s: %v. Delete it with delete_sandbox and create another", what, err)
+	case errors.As(err, new(*net.OpError)):
+		return fmt.Errorf("%s: the cluster could not be reached (%v): check the server address of sandbox-mcp's kubeconfig, or try again later", what, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s: timed out (%v). Call get_sandbox_status to see where it stands, or call again with a larger timeout_seconds", what, err)
 	}

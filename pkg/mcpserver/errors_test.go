@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -28,6 +30,7 @@ func TestExplain(t *testing.T) {
 		{apierrors.NewUnauthorized("bad token"), []string{"bearer token"}},
 		{apierrors.NewAlreadyExists(claims, "mine"), []string{"another name"}},
 		{&sandbox.ClaimFailedError{Object: "sandboxclaim/x", Reason: "TemplateNotFound", Message: "no template y"}, []string{"list_templates"}},
+		{&url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}, []string{"could not be reached"}},
 		{context.DeadlineExceeded, []string{"get_sandbox_status", "timeout_seconds"}},
 	}
 	for _, tc := range cases {
