@@ -352,7 +352,7 @@ make_certs() {
   # kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS;
   # kube-apiserver verifies it with the cluster CA and shows its own client cert.
   make_cert kwok-serving ca kwok-serving - server 127.0.0.1 localhost
-  make_cert kube-apiserver-kubelet-client ca kube-apiserver-kubelet-client system:masters client
+  make_cert kube-apiserver-kubelet-client ca kube-apiserver-kubelet-client - client
   make_cert sandbox-apiserver-client ca "${SANDBOX_USER}" - client
   # The aggregator checks the name <service>.<namespace>.svc; kubectl and the
   # probes here use localhost / 127.0.0.1.
@@ -557,7 +557,6 @@ metadata:
 spec:
   logs:
   - logsFile: ${SANDBOX_WORK_DIR}/container.log
-    follow: true
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterAttach

@@ -102,6 +102,21 @@ func serveSandboxHTTP(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// applyHTTPTemplate serves HTTP on a local port (serveSandboxHTTP) and makes the template name in
+// ns, whose sandboxes declare that port as "http" (a hostNetwork pod: kwok's pod IP is
+// 127.0.0.1). It returns the port.
+func applyHTTPTemplate(t *testing.T, ns, name string) int {
+	t.Helper()
+	port := serveSandboxHTTP(t)
+	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata: {name: %s}
+spec:
+  podTemplate: {spec: %s}
+`, name, proxyPodSpec(port)))
+	return port
+}
+
 // claimTenantRole is what a claim-only tenant is given: claims, the use of the templates, and
 // the claims' streaming and proxy subresources; nothing on sandboxes or pods.
 const claimTenantRole = `apiVersion: rbac.authorization.k8s.io/v1
@@ -146,13 +161,7 @@ func newClaimTenant(t *testing.T, ns string) (user, kubeconfig string) {
 func TestKubectlSandboxPlugin(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	port := serveSandboxHTTP(t)
-	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: plugin}
-spec:
-  podTemplate: {spec: %s}
-`, proxyPodSpec(port)))
+	port := applyHTTPTemplate(t, ns, "plugin")
 	user, kc := newClaimTenant(t, ns)
 	for _, resource := range []string{"pods", "pods/exec", "pods/log", "pods/portforward", "sandboxes"} {
 		if canI(t, kc, "create", resource, "-n", ns) || canI(t, kc, "get", resource, "-n", ns) {
@@ -321,20 +330,14 @@ func httpGet(t *testing.T, url string) string {
 func TestSDKExamples(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	port := serveSandboxHTTP(t)
-	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: python-runtime-template}
-spec:
-  podTemplate: {spec: %s}
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
+	applyHTTPTemplate(t, ns, "python-runtime-template")
+	applyYAML(t, ns, `apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxWarmPool
 metadata: {name: python-pool}
 spec:
   replicas: 1
   sandboxTemplateRef: {name: python-runtime-template}
-`, proxyPodSpec(port)))
+`)
 	_, kc := newClaimTenant(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

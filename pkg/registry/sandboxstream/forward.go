@@ -73,6 +73,8 @@ func (k *kubeAPI) location(pod *corev1.Pod, subresource string, opts runtime.Obj
 func (k *kubeAPI) forward(location *url.URL, responder rest.Responder) http.Handler {
 	h := proxy.NewUpgradeAwareHandler(location, k.transport, false, true, errorResponder{responder})
 	h.UpgradeTransport = k.upgrade
+	// The request is kube-apiserver's, not a copy of ours for another host.
+	h.UseLocationHost = true
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		out := req.Clone(req.Context())
 		out.Header = protocolHeaders(req.Header)

@@ -76,7 +76,11 @@ func NewClient(config *rest.Config, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{config: config, clientset: clientset, tracer: settings.tracerProvider.Tracer(instrumentationScope)}, nil
+	return newClient(config, clientset, settings.tracerProvider), nil
+}
+
+func newClient(config *rest.Config, clientset versioned.Interface, provider trace.TracerProvider) *Client {
+	return &Client{config: config, clientset: clientset, tracer: provider.Tracer(instrumentationScope)}
 }
 
 // Clientset is the generated clientset the client uses, for what this package does not cover.

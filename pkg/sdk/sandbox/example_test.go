@@ -122,20 +122,21 @@ func ExampleSandbox_Exec() {
 	}
 	defer sb.Close(context.Background())
 
+	var stderr bytes.Buffer
 	err = sb.Exec(ctx, sandbox.ExecOptions{
 		Command: []string{"sh", "-c", "echo working; echo almost done >&2; exit 3"},
 		Stdout:  os.Stdout,
-		Stderr:  os.Stdout,
+		Stderr:  &stderr,
 	})
 	var exit *sandbox.ExitError
-	if errors.As(err, &exit) {
-		fmt.Println("exit code", exit.Code)
-	} else if err != nil {
+	if !errors.As(err, &exit) && err != nil {
 		log.Fatal(err)
 	}
+	fmt.Print("stderr: ", stderr.String())
+	fmt.Println("exit code", sandbox.ExitCode(err))
 	// Output:
 	// working
-	// almost done
+	// stderr: almost done
 	// exit code 3
 }
 

@@ -291,15 +291,16 @@ func (s *Sandbox) receiveTar(ctx context.Context, dir, name string, follow bool)
 	return t
 }
 
-// commandError adds what a command wrote on stderr to its error.
+// commandError adds what a helper command (tar) wrote on stderr to its error. Its exit is not
+// passed on as an *ExitError: that is for the caller's own commands.
 func commandError(what string, err error, stderr *bytes.Buffer) error {
 	if err == nil {
 		return nil
 	}
 	if msg := strings.TrimSpace(stderr.String()); msg != "" {
-		return fmt.Errorf("%s: %w: %s", what, err, msg)
+		return fmt.Errorf("%s: %v: %s", what, err, msg)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s: %v", what, err)
 }
 
 // FileInfo describes a file in the sandbox.

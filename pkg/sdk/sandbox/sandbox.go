@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -153,26 +152,26 @@ func (s *Sandbox) WaitReady(ctx context.Context) (err error) {
 // generation of at least generation.
 func (s *Sandbox) waitFor(ctx context.Context, generation int64, cond string) error {
 	var lw *cache.ListWatch
-	var example runtime.Object
+	var notFound error
 	if s.kind == KindClaim {
-		lw, example = nameListWatch(s.name, s.client.clientset.ExtensionsV1beta1().SandboxClaims(s.namespace)), &extensionsv1beta1.SandboxClaim{}
+		lw = nameListWatch(s.name, s.client.clientset.ExtensionsV1beta1().SandboxClaims(s.namespace))
+		notFound = apierrors.NewNotFound(extensionsv1beta1.Resource("sandboxclaims"), s.name)
 	} else {
-		lw, example = nameListWatch(s.name, s.client.clientset.AgentsV1beta1().Sandboxes(s.namespace)), &agentsv1beta1.Sandbox{}
+		lw = nameListWatch(s.name, s.client.clientset.AgentsV1beta1().Sandboxes(s.namespace))
+		notFound = apierrors.NewNotFound(agentsv1beta1.Resource("sandboxes"), s.name)
 	}
 	var last *metav1.Condition
-	_, err := watchtools.UntilWithSync(ctx, lw, example, nil, func(ev watch.Event) (bool, error) {
+	// check says whether obj has cond True; an error ends the wait.
+	check := func(evType watch.EventType, obj runtime.Object) (bool, error) {
 		var conditions []metav1.Condition
-		switch o := ev.Object.(type) {
+		if evType == watch.Deleted {
+			return false, notFound
+		}
+		switch o := obj.(type) {
 		case *extensionsv1beta1.SandboxClaim:
-			if ev.Type == watch.Deleted {
-				return false, apierrors.NewNotFound(extensionsv1beta1.Resource("sandboxclaims"), s.name)
-			}
 			s.recordClaim(o)
 			conditions = o.Status.Conditions
 		case *agentsv1beta1.Sandbox:
-			if ev.Type == watch.Deleted {
-				return false, apierrors.NewNotFound(agentsv1beta1.Resource("sandboxes"), s.name)
-			}
 			s.recordSandbox(o)
 			conditions = o.Status.Conditions
 		default:
@@ -193,11 +192,85 @@ func (s *Sandbox) waitFor(ctx context.Context, generation int64, cond string) er
 			return false, &ClaimFailedError{Object: s.String(), Reason: c.Reason, Message: c.Message}
 		}
 		return false, nil
-	})
+	}
+	err := listAndWatch(ctx, lw, notFound, check)
 	if err != nil && ctx.Err() != nil && last != nil {
 		return fmt.Errorf("%s is not %s (%s: %s): %w", s, cond, last.Reason, last.Message, ctx.Err())
 	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s is not %s: %w", s, cond, ctx.Err())
+	}
 	return err
+}
+
+// listAndWatch lists with lw, then watches from the list's resourceVersion, calling check on
+// each object until it says done or fails; a watch that ends is started again from a new list.
+// An empty list is notFound. (Not an informer: client-go's reflector would first try a
+// streaming list, which not every server or fake serves.)
+func listAndWatch(ctx context.Context, lw *cache.ListWatch, notFound error, check func(watch.EventType, runtime.Object) (bool, error)) error {
+	for {
+		var list runtime.Object
+		err := retryOn(ctx, isTransient, func() error {
+			var err error
+			list, err = lw.ListWithContext(ctx, metav1.ListOptions{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return notFound
+		}
+		for _, item := range items {
+			if done, err := check(watch.Modified, item); done || err != nil {
+				return err
+			}
+		}
+		listMeta, err := meta.ListAccessor(list)
+		if err != nil {
+			return err
+		}
+		w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: listMeta.GetResourceVersion(), AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		done, err := watchUntil(ctx, w, check)
+		if done || err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// watchUntil reads w until check says done or fails (true), or the watch ends (false: list
+// again).
+func watchUntil(ctx context.Context, w watch.Interface, check func(watch.EventType, runtime.Object) (bool, error)) (bool, error) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return false, nil
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			if done, err := check(ev.Type, ev.Object); done || err != nil {
+				return true, err
+			}
+		}
+	}
 }
 
 // listWatcher is the part of a typed client a ListWatch needs.
