@@ -120,11 +120,11 @@ func exerciseMCPTools(t *testing.T, session *mcp.ClientSession, ns string) {
 		t.Fatalf("create_sandbox: %+v; want a ready sandbox in %s with a session", created, ns)
 	}
 	id := created.SandboxID
-	claim := getObject(t, ns, "sandboxclaim", id)
-	if got, _ := lookup(claim, "metadata.labels."+mcpserver.SessionLabel); got != created.Session {
-		t.Errorf("the claim's %s label is %v, want %s", mcpserver.SessionLabel, got, created.Session)
+	labelPath := "{.metadata.labels." + strings.ReplaceAll(mcpserver.SessionLabel, ".", "\\.") + "}"
+	if got := jsonpath(t, ns, labelPath, "sandboxclaim", id); got != created.Session {
+		t.Errorf("the claim's %s label is %q, want %s", mcpserver.SessionLabel, got, created.Session)
 	}
-	shutdown, _ := lookup(claim, "spec.lifecycle.shutdownTime")
+	shutdown, _ := lookup(getObject(t, ns, "sandboxclaim", id), "spec.lifecycle.shutdownTime")
 	if at, err := time.Parse(time.RFC3339, fmt.Sprint(shutdown)); err != nil || time.Until(at) < 50*time.Minute || time.Until(at) > 61*time.Minute {
 		t.Errorf("the claim's shutdown time is %v; want about an hour from now", shutdown)
 	}
