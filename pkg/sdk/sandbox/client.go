@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
@@ -118,6 +119,7 @@ type claimSettings struct {
 	shutdownPolicy     extensionsv1beta1.ShutdownPolicy
 	idleTimeout        time.Duration
 	env                []extensionsv1beta1.EnvVar
+	podMetadata        agentsv1beta1.PodMetadata
 	noWait             bool
 }
 
@@ -162,6 +164,14 @@ func WithIdleTimeout(d time.Duration) ClaimOption {
 func WithEnv(name, value string) ClaimOption {
 	return func(s *claimSettings) {
 		s.env = append(s.env, extensionsv1beta1.EnvVar{Name: name, Value: value})
+	}
+}
+
+// WithPodMetadata adds labels and annotations to the sandbox's pod (the claim's
+// spec.additionalPodMetadata; the template must allow the keys).
+func WithPodMetadata(labels, annotations map[string]string) ClaimOption {
+	return func(s *claimSettings) {
+		s.podMetadata = agentsv1beta1.PodMetadata{Labels: maps.Clone(labels), Annotations: maps.Clone(annotations)}
 	}
 }
 
@@ -241,6 +251,7 @@ func newClaim(source Source, s claimSettings, requestedAt time.Time) *extensions
 		claim.Spec.TemplateRef.Name = source.template
 	}
 	claim.Spec.Env = s.env
+	claim.Spec.AdditionalPodMetadata = s.podMetadata
 	if s.shutdownTime != nil || s.idleTimeout > 0 {
 		lifecycle := &extensionsv1beta1.Lifecycle{}
 		if s.shutdownTime != nil {
