@@ -17,7 +17,7 @@
 #
 # Environment:
 #   OUT_DIR          where the layouts go [_output/images]
-#   IMAGE_BINARIES   the binaries (./cmd/NAME) to make images of [sandbox-apiserver]
+#   IMAGE_BINARIES   the binaries (./cmd/NAME) to make images of [sandbox-apiserver sandbox-mcp]
 #   IMAGE_PLATFORMS  [linux/amd64 linux/arm64]
 #   VERSION, SOURCE_DATE_EPOCH, ...  see hack/lib/version.sh
 set -euo pipefail
@@ -28,7 +28,7 @@ source "${ROOT}/hack/lib/version.sh"
 
 GO="${GO:-go}"
 # The in-cluster binaries; another one joins by its ./cmd/ name.
-IMAGE_BINARIES="${IMAGE_BINARIES:-sandbox-apiserver}"
+IMAGE_BINARIES="${IMAGE_BINARIES:-sandbox-apiserver sandbox-mcp}"
 IMAGE_PLATFORMS="${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}"
 OUT_DIR="${OUT_DIR:-${ROOT}/_output/images}"
 
