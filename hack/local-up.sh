@@ -719,6 +719,14 @@ make_nodes() {
   # capacity (pods per Node) is applied to the status subresource as well.
   kubectl_admin apply --server-side --subresource=status --field-manager=local-up --force-conflicts \
     -f - <<<"${manifests}" >/dev/null
+  # kwok writes the kubelet port (KWOK_PORT, where it serves exec, logs and
+  # port-forward) only when it first initializes a Node: a Node kept from an
+  # earlier start, or from a version of this script before kwok served the
+  # kubelet API, would send kube-apiserver to another port.
+  for node in "${names[@]}"; do
+    kubectl_admin patch node "${node}" --subresource=status --type=merge \
+      -p "{\"status\":{\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":${KWOK_PORT}}}}}" >/dev/null
+  done
   log "nodes: waiting for ${names[*]} to be Ready"
   if ! kubectl_admin wait --for=condition=Ready --timeout="${START_TIMEOUT}s" \
     "${names[@]/#/node/}" >/dev/null; then
