@@ -40,6 +40,19 @@ spec:
       resources: {requests: {storage: 1Gi}}
 `
 
+// openedVolumeTemplate is volumeTemplate with claim volumes' dataSource opened: a platform that
+// lets its users start from a dataset they name.
+const openedVolumeTemplate = `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata: {name: vols-datasets}
+spec:
+  volumeClaimTemplatesPolicy: Allowed
+  claimVolumeClaimTemplates: {allowedFields: [dataSource], maxCount: 2}
+  podTemplate:
+    spec:
+      containers: [{name: agent, image: ghcr.io/example/agent:v1}]
+`
+
 // claimWith is a claim of template with the given spec lines (indented by two).
 func claimWith(name, template, spec string) string {
 	return fmt.Sprintf("apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata: {name: %s}\nspec:\n  sandboxTemplateRef: {name: %s}\n  warmpool: none\n%s",
@@ -54,17 +67,25 @@ func claimVolume(name, extra string) string {
 // TestClaimVolumesAreNewEmptyStorage (attacks 11 to 13): a claim-only tenant cannot clone or
 // restore another's PVC, bind a PersistentVolume by name or selector, pick a storage class the
 // template does not use, replace the template pod's configMap volume, or send hundreds of
-// volumes; the victim PVC and ConfigMap stay as they were and a plain new volume still works.
+// volumes; the victim PVC and ConfigMap stay as they were and a plain new volume still works. A
+// template that opens dataSource (spec.claimVolumeClaimTemplates) accepts a clone, and only that.
 func TestClaimVolumesAreNewEmptyStorage(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	tenant := "vol-tenant-" + randSuffix(5)
 	kc := newUser(t, tenant)
 	grantTenant(t, ns, tenant)
-	applyYAML(t, ns, volumeTemplate+`---
+	applyYAML(t, ns, volumeTemplate+"---\n"+openedVolumeTemplate+`---
 apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: payroll-db}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: dataset}
 spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
@@ -123,6 +144,21 @@ data: {run.sh: "echo setting up"}
 		out, _, _ := kubectlErr(t, "get", "sandbox", "ok", "-n", ns, "-o", "jsonpath={.spec.volumeClaimTemplates[*].metadata.name}")
 		return out == "data scratch", out
 	})
+
+	// What a template opens: a clone of a dataset, within its bound of two volumes.
+	expectContains(t, "kubectl explain", kubectl(t, "explain", "sandboxtemplate.spec.claimVolumeClaimTemplates"), "allowedFields", "maxStorage")
+	waitCanI(t, "use", "sandboxtemplates/vols-datasets", "-n", ns, "--as="+tenant)
+	clone := claimVolume("dataset", "      dataSource: {kind: PersistentVolumeClaim, name: dataset}\n")
+	_, stderr, err := kubectlWith(t, kubectlOptions{kubeconfig: kc, stdin: claimWith("bad", "vols-datasets",
+		"  volumeClaimTemplates:\n"+clone+claimVolume("other", "      volumeName: pv-payroll\n")+claimVolume("third", ""))}, "create", "-n", ns, "-f", "-")
+	expectFailure(t, "more than the template opens", stderr, err, "spec.volumeClaimTemplates[1].spec.volumeName: Forbidden",
+		"spec.volumeClaimTemplates: Too many: 3: must have at most 2 items")
+	kubectlAsStdin(t, kc, claimWith("clone", "vols-datasets", "  volumeClaimTemplates:\n"+clone), "create", "-n", ns, "-f", "-")
+	eventually(t, waitTimeout, "the clone claim's sandbox with its dataset volume", func() (bool, string) {
+		out, _, _ := kubectlErr(t, "get", "sandbox", "clone", "-n", ns, "-o", "jsonpath={.spec.volumeClaimTemplates[*].spec.dataSource.name}")
+		return out == "dataset", out
+	})
+
 	if after := victimState(t, kube, ns, "pvc", "payroll-db"); after != before {
 		t.Errorf("the victim PVC changed:\nbefore %s\nafter  %s", before, after)
 	}
