@@ -315,7 +315,9 @@ spec:
 // DeleteForeground keeps the claim, being deleted, until its sandbox and pod are gone.
 func TestClaimShutdownPolicies(t *testing.T) {
 	ns := newNamespace(t)
-	at := time.Now().Add(6 * time.Second).UTC().Format(time.RFC3339)
+	// Far ahead at first: the claims are Ready and the pod held before they expire, however long
+	// that takes on a loaded machine; then shutdownTime is moved to now.
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+fmt.Sprintf(`---
 apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxClaim
@@ -330,7 +332,7 @@ metadata: {name: foreground}
 spec:
   sandboxTemplateRef: {name: agent}
   lifecycle: {shutdownTime: %q, shutdownPolicy: DeleteForeground}
-`, at, at))
+`, later, later))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxclaim/retained", "sandboxclaim/foreground", "--timeout=90s")
 	fgSandbox := jsonpath(t, ns, "{.status.sandbox.name}", "sandboxclaim", "foreground")
 	// Hold the foreground claim's pod in Terminating with a finalizer of the test's own, so its
@@ -340,6 +342,10 @@ spec:
 		kubectlErr(t, "patch", "-n", ns, "pod/"+fgSandbox, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	}
 	t.Cleanup(release)
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, claim := range []string{"foreground", "retained"} {
+		kubectl(t, "patch", "-n", ns, "sandboxclaim/"+claim, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"lifecycle":{"shutdownTime":%q}}}`, now))
+	}
 
 	// DeleteForeground: past shutdownTime the claim is being deleted but stays while its pod does.
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.metadata.deletionTimestamp}", "sandboxclaim/foreground", "--timeout=60s")

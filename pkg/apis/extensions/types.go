@@ -5,6 +5,7 @@ package extensions
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
@@ -173,6 +174,17 @@ type SandboxTemplateSpec struct {
 	AllowedClaimPodMetadata *ClaimPodMetadataKeys
 	Service                 *bool
 	IdleTimeout             *metav1.Duration
+	// ClaimVolumeClaimTemplates, when set, opens more to claims' volumes than the default.
+	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplates
+}
+
+// ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond
+// the default.
+type ClaimVolumeClaimTemplates struct {
+	AllowedFields     []string
+	StorageClassNames []string
+	MaxCount          *int32
+	MaxStorage        *resource.Quantity
 }
 
 // ClaimPodMetadataKeys lists the pod label and annotation keys claims of a template may set.

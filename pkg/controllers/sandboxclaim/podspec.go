@@ -192,6 +192,9 @@ func checkClaimVolumes(claim *extensionsv1beta1.SandboxClaim, template *extensio
 	peerKeys, labels, annotations := templateMetadataPolicy(template)
 	policy := validation.NewClaimVolumePolicy(classes, template.Spec.PodTemplate.Spec.Volumes,
 		validation.ClaimMetadataPolicy{AllowedLabels: labels, AllowedAnnotations: annotations, PeerKeys: peerKeys})
+	if o := template.Spec.ClaimVolumeClaimTemplates; o != nil {
+		policy.Open(o.AllowedFields, o.StorageClassNames, o.MaxCount, o.MaxStorage)
+	}
 	vols := make([]validation.ClaimVolume, 0, len(claim.Spec.VolumeClaimTemplates))
 	for i := range claim.Spec.VolumeClaimTemplates {
 		v := &claim.Spec.VolumeClaimTemplates[i]

@@ -51,6 +51,12 @@ func sizes(vcts []agentsv1beta1.PersistentVolumeClaimTemplate) []string {
 // whose policy changed since the claim was admitted is reported on the claim.
 func TestCreateWithVolumeClaimTemplates(t *testing.T) {
 	home := pvcTemplate("home", "1Gi")
+	clone := pvcTemplate("clone", "2Gi")
+	clone.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "dataset"}
+	opensDataSource := func(t *extensionsv1beta1.SandboxTemplate) {
+		volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed, home)(t)
+		t.Spec.ClaimVolumeClaimTemplates = &extensionsv1beta1.ClaimVolumeClaimTemplates{AllowedFields: []string{"dataSource"}}
+	}
 	cases := []struct {
 		name      string
 		template  func(*extensionsv1beta1.SandboxTemplate)
@@ -68,6 +74,10 @@ func TestCreateWithVolumeClaimTemplates(t *testing.T) {
 		{"Disallowed (set after the claim was admitted)", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyDisallowed, home),
 			[]agentsv1beta1.PersistentVolumeClaimTemplate{pvcTemplate("scratch", "2Gi")}, nil,
 			`spec.volumeClaimTemplates: SandboxTemplate python has volumeClaimTemplatesPolicy "Disallowed"`},
+		{"a data source the template opens", opensDataSource,
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{clone}, []string{"home=1Gi", "clone=2Gi"}, ""},
+		{"a data source the template does not open (closed after the claim was admitted)", volumePolicy(extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed, home),
+			[]agentsv1beta1.PersistentVolumeClaimTemplate{clone}, nil, "spec.volumeClaimTemplates[0].spec.dataSource: Forbidden*"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

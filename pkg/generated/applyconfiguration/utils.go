@@ -63,6 +63,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=extensions.agents.x-k8s.io, Version=v1alpha1
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("ClaimPodMetadataKeys"):
 		return &applyconfigurationextensionsv1alpha1.ClaimPodMetadataKeysApplyConfiguration{}
+	case extensionsv1alpha1.SchemeGroupVersion.WithKind("ClaimVolumeClaimTemplates"):
+		return &applyconfigurationextensionsv1alpha1.ClaimVolumeClaimTemplatesApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1alpha1.EnvVarApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("Lifecycle"):
@@ -97,6 +99,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=extensions.agents.x-k8s.io, Version=v1beta1
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("ClaimPodMetadataKeys"):
 		return &applyconfigurationextensionsv1beta1.ClaimPodMetadataKeysApplyConfiguration{}
+	case extensionsv1beta1.SchemeGroupVersion.WithKind("ClaimVolumeClaimTemplates"):
+		return &applyconfigurationextensionsv1beta1.ClaimVolumeClaimTemplatesApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1beta1.EnvVarApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("Lifecycle"):

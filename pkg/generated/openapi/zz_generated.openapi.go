@@ -49,6 +49,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.SandboxSpec{}.OpenAPIModelName():                              schema_pkg_apis_agents_v1beta1_SandboxSpec(ref),
 		v1beta1.SandboxStatus{}.OpenAPIModelName():                            schema_pkg_apis_agents_v1beta1_SandboxStatus(ref),
 		extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName():          schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref),
+		extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName():     schema_pkg_apis_extensions_v1alpha1_ClaimVolumeClaimTemplates(ref),
 		extensionsv1alpha1.EnvVar{}.OpenAPIModelName():                        schema_pkg_apis_extensions_v1alpha1_EnvVar(ref),
 		extensionsv1alpha1.Lifecycle{}.OpenAPIModelName():                     schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref),
 		extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1alpha1_NetworkPolicySpec(ref),
@@ -69,6 +70,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1alpha1.SandboxWarmPoolStatus{}.OpenAPIModelName():         schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolStatus(ref),
 		extensionsv1alpha1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName(): schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolUpdateStrategy(ref),
 		extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1beta1_ClaimPodMetadataKeys(ref),
+		extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName():      schema_pkg_apis_extensions_v1beta1_ClaimVolumeClaimTemplates(ref),
 		extensionsv1beta1.EnvVar{}.OpenAPIModelName():                         schema_pkg_apis_extensions_v1beta1_EnvVar(ref),
 		extensionsv1beta1.Lifecycle{}.OpenAPIModelName():                      schema_pkg_apis_extensions_v1beta1_Lifecycle(ref),
 		extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1beta1_NetworkPolicySpec(ref),
@@ -1514,6 +1516,74 @@ func schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref common.Referen
 	}
 }
 
+func schema_pkg_apis_extensions_v1alpha1_ClaimVolumeClaimTemplates(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond the default: new, empty storage of the template's own classes, at most 8 volumes and 100Gi.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"allowedFields": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "allowedFields names the PVC spec fields claim volumes may set besides accessModes, resources, volumeMode and storageClassName: dataSource, dataSourceRef (clone or restore data the template's users name), volumeName, selector (bind an existing PersistentVolume) and volumeAttributesClassName.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"storageClassNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "storageClassNames are storage classes claim volumes may name besides those of the template's own volume claim templates (\"\" is the class of unclassed PersistentVolumes).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"maxCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxCount is how many volume claim templates one claim may add: 1 to 64, 8 when unset.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxStorage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxStorage is the storage all of one claim's volumes may request together: positive, 100Gi when unset.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_extensions_v1alpha1_EnvVar(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2174,12 +2244,18 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
 						},
 					},
+					"claimVolumeClaimTemplates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claimVolumeClaimTemplates opens more to the volume claim templates claims add (under volumeClaimTemplatesPolicy Allowed or Overrides) than the default: PVC spec fields besides accessModes, resources, volumeMode and storageClassName, storage classes besides those of this template's volume claim templates, and other bounds on their count and total size. The server creates those PVCs with its own rights, so each opening lets the template's users reach storage on the server's behalf; see SECURITY.md.",
+							Ref:         ref(extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -2458,6 +2534,74 @@ func schema_pkg_apis_extensions_v1beta1_ClaimPodMetadataKeys(ref common.Referenc
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_extensions_v1beta1_ClaimVolumeClaimTemplates(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond the default: new, empty storage of the template's own classes, at most 8 volumes and 100Gi.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"allowedFields": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "allowedFields names the PVC spec fields claim volumes may set besides accessModes, resources, volumeMode and storageClassName: dataSource, dataSourceRef (clone or restore data the template's users name), volumeName, selector (bind an existing PersistentVolume) and volumeAttributesClassName.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"storageClassNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "storageClassNames are storage classes claim volumes may name besides those of the template's own volume claim templates (\"\" is the class of unclassed PersistentVolumes).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"maxCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxCount is how many volume claim templates one claim may add: 1 to 64, 8 when unset.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxStorage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxStorage is the storage all of one claim's volumes may request together: positive, 100Gi when unset.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
 	}
 }
 
@@ -3121,12 +3265,18 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
 						},
 					},
+					"claimVolumeClaimTemplates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "claimVolumeClaimTemplates opens more to the volume claim templates claims add (under volumeClaimTemplatesPolicy Allowed or Overrides) than the default: PVC spec fields besides accessModes, resources, volumeMode and storageClassName, storage classes besides those of this template's volume claim templates, and other bounds on their count and total size. The server creates those PVCs with its own rights, so each opening lets the template's users reach storage on the server's behalf; see SECURITY.md.",
+							Ref:         ref(extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	v1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	v11 "k8s.io/api/networking/v1"
+	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	math_bits "math/bits"
@@ -21,6 +22,8 @@ import (
 )
 
 func (m *ClaimPodMetadataKeys) Reset() { *m = ClaimPodMetadataKeys{} }
+
+func (m *ClaimVolumeClaimTemplates) Reset() { *m = ClaimVolumeClaimTemplates{} }
 
 func (m *EnvVar) Reset() { *m = EnvVar{} }
 
@@ -94,6 +97,64 @@ func (m *ClaimPodMetadataKeys) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 			i -= len(m.Labels[iNdEx])
 			copy(dAtA[i:], m.Labels[iNdEx])
 			i = encodeVarintGenerated(dAtA, i, uint64(len(m.Labels[iNdEx])))
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *ClaimVolumeClaimTemplates) Marshal() (dAtA []byte, err error) {
+	size := m.Size()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBuffer(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *ClaimVolumeClaimTemplates) MarshalTo(dAtA []byte) (int, error) {
+	size := m.Size()
+	return m.MarshalToSizedBuffer(dAtA[:size])
+}
+
+func (m *ClaimVolumeClaimTemplates) MarshalToSizedBuffer(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.MaxStorage != nil {
+		{
+			size, err := m.MaxStorage.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x22
+	}
+	if m.MaxCount != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.MaxCount))
+		i--
+		dAtA[i] = 0x18
+	}
+	if len(m.StorageClassNames) > 0 {
+		for iNdEx := len(m.StorageClassNames) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.StorageClassNames[iNdEx])
+			copy(dAtA[i:], m.StorageClassNames[iNdEx])
+			i = encodeVarintGenerated(dAtA, i, uint64(len(m.StorageClassNames[iNdEx])))
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	if len(m.AllowedFields) > 0 {
+		for iNdEx := len(m.AllowedFields) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.AllowedFields[iNdEx])
+			copy(dAtA[i:], m.AllowedFields[iNdEx])
+			i = encodeVarintGenerated(dAtA, i, uint64(len(m.AllowedFields[iNdEx])))
 			i--
 			dAtA[i] = 0xa
 		}
@@ -701,6 +762,18 @@ func (m *SandboxTemplateSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.ClaimVolumeClaimTemplates != nil {
+		{
+			size, err := m.ClaimVolumeClaimTemplates.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x5a
+	}
 	if m.IdleTimeout != nil {
 		{
 			size, err := m.IdleTimeout.MarshalToSizedBuffer(dAtA[:i])
@@ -1073,6 +1146,34 @@ func (m *ClaimPodMetadataKeys) Size() (n int) {
 	return n
 }
 
+func (m *ClaimVolumeClaimTemplates) Size() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.AllowedFields) > 0 {
+		for _, s := range m.AllowedFields {
+			l = len(s)
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	if len(m.StorageClassNames) > 0 {
+		for _, s := range m.StorageClassNames {
+			l = len(s)
+			n += 1 + l + sovGenerated(uint64(l))
+		}
+	}
+	if m.MaxCount != nil {
+		n += 1 + sovGenerated(uint64(*m.MaxCount))
+	}
+	if m.MaxStorage != nil {
+		l = m.MaxStorage.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
+	return n
+}
+
 func (m *EnvVar) Size() (n int) {
 	if m == nil {
 		return 0
@@ -1329,6 +1430,10 @@ func (m *SandboxTemplateSpec) Size() (n int) {
 		l = m.IdleTimeout.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.ClaimVolumeClaimTemplates != nil {
+		l = m.ClaimVolumeClaimTemplates.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -1431,6 +1536,19 @@ func (this *ClaimPodMetadataKeys) String() string {
 	s := strings.Join([]string{`&ClaimPodMetadataKeys{`,
 		`Labels:` + fmt.Sprintf("%v", this.Labels) + `,`,
 		`Annotations:` + fmt.Sprintf("%v", this.Annotations) + `,`,
+		`}`,
+	}, "")
+	return s
+}
+func (this *ClaimVolumeClaimTemplates) String() string {
+	if this == nil {
+		return "nil"
+	}
+	s := strings.Join([]string{`&ClaimVolumeClaimTemplates{`,
+		`AllowedFields:` + fmt.Sprintf("%v", this.AllowedFields) + `,`,
+		`StorageClassNames:` + fmt.Sprintf("%v", this.StorageClassNames) + `,`,
+		`MaxCount:` + valueToStringGenerated(this.MaxCount) + `,`,
+		`MaxStorage:` + strings.Replace(fmt.Sprintf("%v", this.MaxStorage), "Quantity", "resource.Quantity", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -1629,6 +1747,7 @@ func (this *SandboxTemplateSpec) String() string {
 		`AllowedClaimPodMetadata:` + strings.Replace(this.AllowedClaimPodMetadata.String(), "ClaimPodMetadataKeys", "ClaimPodMetadataKeys", 1) + `,`,
 		`Service:` + valueToStringGenerated(this.Service) + `,`,
 		`IdleTimeout:` + strings.Replace(fmt.Sprintf("%v", this.IdleTimeout), "Duration", "v1.Duration", 1) + `,`,
+		`ClaimVolumeClaimTemplates:` + strings.Replace(this.ClaimVolumeClaimTemplates.String(), "ClaimVolumeClaimTemplates", "ClaimVolumeClaimTemplates", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -1806,6 +1925,176 @@ func (m *ClaimPodMetadataKeys) Unmarshal(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.Annotations = append(m.Annotations, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := skipGenerated(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *ClaimVolumeClaimTemplates) Unmarshal(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return ErrIntOverflowGenerated
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: ClaimVolumeClaimTemplates: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: ClaimVolumeClaimTemplates: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field AllowedFields", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.AllowedFields = append(m.AllowedFields, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StorageClassNames", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.StorageClassNames = append(m.StorageClassNames, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxCount", wireType)
+			}
+			var v int32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxCount = &v
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxStorage", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.MaxStorage == nil {
+				m.MaxStorage = &resource.Quantity{}
+			}
+			if err := m.MaxStorage.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
@@ -3800,6 +4089,42 @@ func (m *SandboxTemplateSpec) Unmarshal(dAtA []byte) error {
 				m.IdleTimeout = &v1.Duration{}
 			}
 			if err := m.IdleTimeout.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClaimVolumeClaimTemplates", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.ClaimVolumeClaimTemplates == nil {
+				m.ClaimVolumeClaimTemplates = &ClaimVolumeClaimTemplates{}
+			}
+			if err := m.ClaimVolumeClaimTemplates.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
 			iNdEx = postIndex

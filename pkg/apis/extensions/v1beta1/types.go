@@ -5,6 +5,7 @@ package v1beta1
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
@@ -363,6 +364,42 @@ type SandboxTemplateSpec struct {
 	// members are never suspended for idleness until a claim adopts them. At least 10s.
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,10,opt,name=idleTimeout"`
+
+	// claimVolumeClaimTemplates opens more to the volume claim templates claims add (under
+	// volumeClaimTemplatesPolicy Allowed or Overrides) than the default: PVC spec fields besides
+	// accessModes, resources, volumeMode and storageClassName, storage classes besides those of
+	// this template's volume claim templates, and other bounds on their count and total size. The
+	// server creates those PVCs with its own rights, so each opening lets the template's users
+	// reach storage on the server's behalf; see SECURITY.md.
+	// +optional
+	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplates `json:"claimVolumeClaimTemplates,omitempty" protobuf:"bytes,11,opt,name=claimVolumeClaimTemplates"`
+}
+
+// ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond
+// the default: new, empty storage of the template's own classes, at most 8 volumes and 100Gi.
+type ClaimVolumeClaimTemplates struct {
+	// allowedFields names the PVC spec fields claim volumes may set besides accessModes, resources,
+	// volumeMode and storageClassName: dataSource, dataSourceRef (clone or restore data the
+	// template's users name), volumeName, selector (bind an existing PersistentVolume) and
+	// volumeAttributesClassName.
+	// +optional
+	// +listType=set
+	AllowedFields []string `json:"allowedFields,omitempty" protobuf:"bytes,1,rep,name=allowedFields"`
+
+	// storageClassNames are storage classes claim volumes may name besides those of the template's
+	// own volume claim templates ("" is the class of unclassed PersistentVolumes).
+	// +optional
+	// +listType=set
+	StorageClassNames []string `json:"storageClassNames,omitempty" protobuf:"bytes,2,rep,name=storageClassNames"`
+
+	// maxCount is how many volume claim templates one claim may add: 1 to 64, 8 when unset.
+	// +optional
+	MaxCount *int32 `json:"maxCount,omitempty" protobuf:"varint,3,opt,name=maxCount"`
+
+	// maxStorage is the storage all of one claim's volumes may request together: positive, 100Gi
+	// when unset.
+	// +optional
+	MaxStorage *resource.Quantity `json:"maxStorage,omitempty" protobuf:"bytes,4,opt,name=maxStorage"`
 }
 
 // +genclient

@@ -14,6 +14,11 @@ func (in ClaimPodMetadataKeys) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimVolumeClaimTemplates) OpenAPIModelName() string {
+	return "io.x-k8s.agents.extensions.v1beta1.ClaimVolumeClaimTemplates"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EnvVar) OpenAPIModelName() string {
 	return "io.x-k8s.agents.extensions.v1beta1.EnvVar"
 }

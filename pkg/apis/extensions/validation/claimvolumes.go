@@ -23,6 +23,20 @@ import (
 // name: this is an allow list.
 var claimVolumeSpecFields = []string{"accessModes", "resources", "volumeMode", "storageClassName"}
 
+// OpenableClaimVolumeSpecFields are the PVC spec fields a template may open to its claims' volumes
+// (spec.claimVolumeClaimTemplates.allowedFields): every other field of the PVC spec this server
+// knows.
+var OpenableClaimVolumeSpecFields = func() []string {
+	var names []string
+	t := reflect.TypeFor[corev1.PersistentVolumeClaimSpec]()
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); !slices.Contains(claimVolumeSpecFields, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}()
+
 const (
 	// DefaultClaimVolumeMaxCount is how many volume claim templates one claim may add.
 	DefaultClaimVolumeMaxCount = 8
@@ -45,10 +59,12 @@ type ClaimVolume struct {
 // ClaimVolumePolicy is what a template opens to its claims' volumes.
 type ClaimVolumePolicy struct {
 	// StorageClassNames are the classes claims may name: those of the template's own volume claim
-	// templates.
+	// templates and those it opens.
 	StorageClassNames []string
-	MaxCount          int
-	MaxStorage        resource.Quantity
+	// AllowedFields are the PVC spec fields the template opens besides claimVolumeSpecFields.
+	AllowedFields []string
+	MaxCount      int
+	MaxStorage    resource.Quantity
 	// PodVolumes are the names of the volumes the template's pod declares, which no claim volume
 	// may take.
 	PodVolumes []string
@@ -78,6 +94,23 @@ func NewClaimVolumePolicy(classes []*string, podVolumes []corev1.Volume, metadat
 	return p
 }
 
+// Open widens p by what a template's spec.claimVolumeClaimTemplates opens: more PVC spec fields and
+// storage classes, and other bounds (unset: the defaults). Nil opens nothing.
+func (p *ClaimVolumePolicy) Open(allowedFields, classes []string, maxCount *int32, maxStorage *resource.Quantity) {
+	p.AllowedFields = append(p.AllowedFields, allowedFields...)
+	for _, c := range classes {
+		if !slices.Contains(p.StorageClassNames, c) {
+			p.StorageClassNames = append(p.StorageClassNames, c)
+		}
+	}
+	if maxCount != nil {
+		p.MaxCount = int(*maxCount)
+	}
+	if maxStorage != nil {
+		p.MaxStorage = maxStorage.DeepCopy()
+	}
+}
+
 // ValidateClaimVolumes checks a claim's volume claim templates against its template's policy; the
 // errors are at fldPath (spec.volumeClaimTemplates).
 func ValidateClaimVolumes(vols []ClaimVolume, p ClaimVolumePolicy, fldPath *field.Path) field.ErrorList {
@@ -97,10 +130,10 @@ func ValidateClaimVolumes(vols []ClaimVolume, p ClaimVolumePolicy, fldPath *fiel
 			continue
 		}
 		specPath := volPath.Child("spec")
-		allErrs = append(allErrs, claimVolumeSpecFieldsSet(v.Spec, specPath)...)
+		allErrs = append(allErrs, claimVolumeSpecFieldsSet(v.Spec, p.AllowedFields, specPath)...)
 		if c := v.Spec.StorageClassName; c != nil && !slices.Contains(p.StorageClassNames, *c) {
 			allErrs = append(allErrs, field.Forbidden(specPath.Child("storageClassName"), fmt.Sprintf(
-				"storage class %q is not one the template's volume claim templates use (%s)", *c, strings.Join(quoted(p.StorageClassNames), ", "))))
+				"storage class %q is not one the template offers: those of its volume claim templates and spec.claimVolumeClaimTemplates.storageClassNames (%s)", *c, strings.Join(quoted(p.StorageClassNames), ", "))))
 		}
 		for _, list := range []corev1.ResourceList{v.Spec.Resources.Requests, v.Spec.Resources.Limits} {
 			if q, ok := list[corev1.ResourceStorage]; ok {
@@ -116,18 +149,20 @@ func ValidateClaimVolumes(vols []ClaimVolume, p ClaimVolumePolicy, fldPath *fiel
 	return allErrs
 }
 
-// claimVolumeSpecFieldsSet lists the PVC spec fields set outside claimVolumeSpecFields, by their
-// JSON names, found by reflection so that a field a later Kubernetes adds is refused too.
-func claimVolumeSpecFieldsSet(spec *corev1.PersistentVolumeClaimSpec, specPath *field.Path) field.ErrorList {
+// claimVolumeSpecFieldsSet lists the PVC spec fields set outside claimVolumeSpecFields and the
+// template's allowed ones, by their JSON names, found by reflection so that a field a later
+// Kubernetes adds is refused too.
+func claimVolumeSpecFieldsSet(spec *corev1.PersistentVolumeClaimSpec, allowed []string, specPath *field.Path) field.ErrorList {
+	open := strings.Join(append(slices.Clone(claimVolumeSpecFields), allowed...), ", ")
 	var allErrs field.ErrorList
 	v := reflect.ValueOf(spec).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
-		if slices.Contains(claimVolumeSpecFields, name) || v.Field(i).IsZero() {
+		if slices.Contains(claimVolumeSpecFields, name) || slices.Contains(allowed, name) || v.Field(i).IsZero() {
 			continue
 		}
 		allErrs = append(allErrs, field.Forbidden(specPath.Child(name),
-			"a claim's volumes are new, empty storage: only "+strings.Join(claimVolumeSpecFields, ", ")+" may be set"))
+			"a claim's volumes are new, empty storage: only "+open+" may be set (a template opens more with spec.claimVolumeClaimTemplates.allowedFields)"))
 	}
 	return allErrs
 }

@@ -298,6 +298,9 @@ func ValidateClaimVolumesForTemplate(c *extensions.SandboxClaim, t *extensions.S
 		classes = append(classes, t.Spec.VolumeClaimTemplates[i].Spec.StorageClassName)
 	}
 	volumePolicy := NewClaimVolumePolicy(classes, t.Spec.PodTemplate.Spec.Volumes, claimMetadataPolicy(t))
+	if o := t.Spec.ClaimVolumeClaimTemplates; o != nil {
+		volumePolicy.Open(o.AllowedFields, o.StorageClassNames, o.MaxCount, o.MaxStorage)
+	}
 	vols := make([]ClaimVolume, 0, len(c.Spec.VolumeClaimTemplates))
 	for i := range c.Spec.VolumeClaimTemplates {
 		v := &c.Spec.VolumeClaimTemplates[i]

@@ -4,11 +4,13 @@
 package validation
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -74,6 +76,47 @@ func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *
 		metaPath := fldPath.Child("allowedClaimPodMetadata")
 		allErrs = append(allErrs, validateAllowedKeys(a.Labels, metaPath.Child("labels"))...)
 		allErrs = append(allErrs, validateAllowedKeys(a.Annotations, metaPath.Child("annotations"))...)
+	}
+	if o := spec.ClaimVolumeClaimTemplates; o != nil {
+		allErrs = append(allErrs, validateClaimVolumeClaimTemplates(o, fldPath.Child("claimVolumeClaimTemplates"))...)
+	}
+	return allErrs
+}
+
+// validateClaimVolumeClaimTemplates checks what a template opens to its claims' volumes: PVC spec
+// fields it knows, valid class names, once each, and bounds within MaxClaimVolumes and above zero.
+func validateClaimVolumeClaimTemplates(o *extensions.ClaimVolumeClaimTemplates, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := map[string]bool{}
+	for i, name := range o.AllowedFields {
+		p := fldPath.Child("allowedFields").Index(i)
+		switch {
+		case seen[name]:
+			allErrs = append(allErrs, field.Duplicate(p, name))
+		case !slices.Contains(OpenableClaimVolumeSpecFields, name):
+			allErrs = append(allErrs, field.NotSupported(p, name, OpenableClaimVolumeSpecFields))
+		}
+		seen[name] = true
+	}
+	classes := map[string]bool{}
+	for i, name := range o.StorageClassNames {
+		p := fldPath.Child("storageClassNames").Index(i)
+		if classes[name] {
+			allErrs = append(allErrs, field.Duplicate(p, name))
+		}
+		classes[name] = true
+		if name == "" {
+			continue // the class of unclassed PersistentVolumes
+		}
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(name, false) {
+			allErrs = append(allErrs, field.Invalid(p, name, msg))
+		}
+	}
+	if n := o.MaxCount; n != nil && (*n < 1 || *n > MaxClaimVolumes) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxCount"), *n, fmt.Sprintf("must be between 1 and %d", MaxClaimVolumes)))
+	}
+	if q := o.MaxStorage; q != nil && q.Sign() <= 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxStorage"), q.String(), "must be positive"))
 	}
 	return allErrs
 }

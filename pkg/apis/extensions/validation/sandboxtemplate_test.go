@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -103,6 +104,26 @@ func TestValidateSandboxTemplate(t *testing.T) {
 			duplicate("spec.allowedClaimPodMetadata.labels[1]"), invalid("spec.allowedClaimPodMetadata.labels[2]"),
 			invalid("spec.allowedClaimPodMetadata.annotations[0]"), invalid("spec.allowedClaimPodMetadata.annotations[1]"),
 		}},
+		{name: "claim volume openings", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.ClaimVolumeClaimTemplates = &extensions.ClaimVolumeClaimTemplates{
+				AllowedFields:     []string{"dataSource", "dataSourceRef", "volumeName", "selector", "volumeAttributesClassName"},
+				StorageClassNames: []string{"premium", ""}, MaxCount: ptr.To[int32](64), MaxStorage: ptr.To(resource.MustParse("1Ti")),
+			}
+		}},
+		{name: "claim volume openings unknown, twice or out of bounds", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.ClaimVolumeClaimTemplates = &extensions.ClaimVolumeClaimTemplates{
+				AllowedFields:     []string{"dataSource", "hostPath", "dataSource", "accessModes"},
+				StorageClassNames: []string{"premium", "Not_A_Class", "premium"}, MaxCount: ptr.To[int32](65), MaxStorage: ptr.To(resource.MustParse("0")),
+			}
+		}, want: []want{
+			notSupported("spec.claimVolumeClaimTemplates.allowedFields[1]"), duplicate("spec.claimVolumeClaimTemplates.allowedFields[2]"),
+			notSupported("spec.claimVolumeClaimTemplates.allowedFields[3]"),
+			invalid("spec.claimVolumeClaimTemplates.storageClassNames[1]"), duplicate("spec.claimVolumeClaimTemplates.storageClassNames[2]"),
+			invalid("spec.claimVolumeClaimTemplates.maxCount"), invalid("spec.claimVolumeClaimTemplates.maxStorage"),
+		}},
+		{name: "claim volume count of zero", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.ClaimVolumeClaimTemplates = &extensions.ClaimVolumeClaimTemplates{MaxCount: ptr.To[int32](0)}
+		}, want: []want{invalid("spec.claimVolumeClaimTemplates.maxCount")}},
 
 		// pod template and volume claim templates (agents rules)
 		{name: "no containers", mutate: func(t *extensions.SandboxTemplate) { t.Spec.PodTemplate.Spec.Containers = nil },

@@ -218,6 +218,23 @@ func TestValidateAgainstTemplate(t *testing.T) {
 				}))
 			}
 		}), want: []string{"spec.volumeClaimTemplates"}, other: []string{"spec.volumeClaimTemplates"}},
+		{name: "what a template's claimVolumeClaimTemplates opens, and no more", template: func() *extensions.SandboxTemplate {
+			t := volumeTemplate()
+			t.Spec.ClaimVolumeClaimTemplates = &extensions.ClaimVolumeClaimTemplates{
+				AllowedFields: []string{"dataSource"}, StorageClassNames: []string{"premium"},
+				MaxCount: ptr.To[int32](10), MaxStorage: ptr.To(resource.MustParse("200Gi")),
+			}
+			return t
+		}(), claim: claim(func(c *extensions.SandboxClaim) {
+			for i := range 10 {
+				c.Spec.VolumeClaimTemplates = append(c.Spec.VolumeClaimTemplates, volume(fmt.Sprintf("v%d", i), func(v *agents.PersistentVolumeClaimTemplate) {
+					v.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("12Gi")
+					v.Spec.StorageClassName = ptr.To("premium")
+					v.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "shared-dataset"}
+				}))
+			}
+			c.Spec.VolumeClaimTemplates[9].Spec.VolumeName = "pv-of-another-team"
+		}), want: []string{"spec.volumeClaimTemplates[9].spec.volumeName"}},
 		{name: "a template's allow list is exact", template: template(func(t *extensions.SandboxTemplate) {
 			t.Spec.AllowedClaimPodMetadata = &extensions.ClaimPodMetadataKeys{Labels: []string{"team", "app"}}
 		}), claim: claim(func(c *extensions.SandboxClaim) {

@@ -56,6 +56,13 @@ type SandboxTemplateSpecApplyConfiguration struct {
 	// after this long without a request through the proxy and resumed by the next one. Warm-pool
 	// members are never suspended for idleness until a claim adopts them. At least 10s.
 	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
+	// claimVolumeClaimTemplates opens more to the volume claim templates claims add (under
+	// volumeClaimTemplatesPolicy Allowed or Overrides) than the default: PVC spec fields besides
+	// accessModes, resources, volumeMode and storageClassName, storage classes besides those of
+	// this template's volume claim templates, and other bounds on their count and total size. The
+	// server creates those PVCs with its own rights, so each opening lets the template's users
+	// reach storage on the server's behalf; see SECURITY.md.
+	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplatesApplyConfiguration `json:"claimVolumeClaimTemplates,omitempty"`
 }
 
 // SandboxTemplateSpecApplyConfiguration constructs a declarative configuration of the SandboxTemplateSpec type for use with
@@ -148,5 +155,13 @@ func (b *SandboxTemplateSpecApplyConfiguration) WithService(value bool) *Sandbox
 // If called multiple times, the IdleTimeout field is set to the value of the last call.
 func (b *SandboxTemplateSpecApplyConfiguration) WithIdleTimeout(value v1.Duration) *SandboxTemplateSpecApplyConfiguration {
 	b.IdleTimeout = &value
+	return b
+}
+
+// WithClaimVolumeClaimTemplates sets the ClaimVolumeClaimTemplates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ClaimVolumeClaimTemplates field is set to the value of the last call.
+func (b *SandboxTemplateSpecApplyConfiguration) WithClaimVolumeClaimTemplates(value *ClaimVolumeClaimTemplatesApplyConfiguration) *SandboxTemplateSpecApplyConfiguration {
+	b.ClaimVolumeClaimTemplates = value
 	return b
 }
