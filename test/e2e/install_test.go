@@ -602,11 +602,19 @@ func serveRendered(t *testing.T, bin string) {
 		code, body, err := get("/readyz")
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %q %v", code, body, err)
 	})
+	// /readyz answers before the authentication configuration (the front proxy's and the client
+	// CA, read from kube-system) is loaded; until then an authenticated request is a 503.
+	var code int
+	var body string
+	haPoll(t, time.Minute, 250*time.Millisecond, "the rendered server to authenticate the admin", func() (bool, string) {
+		var err error
+		code, body, err = get("/apis")
+		return err == nil && code != http.StatusServiceUnavailable, fmt.Sprintf("%d %q %v", code, body, err)
+	})
 
 	// Every rendered APIService's group-version is served, v1beta1 preferred as its priority says.
-	code, body, err := get("/apis")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET /apis: %d %v\n%s", code, err, body)
+	if code != http.StatusOK {
+		t.Fatalf("GET /apis: %d\n%s", code, body)
 	}
 	var discovery struct {
 		Groups []apiGroup `json:"groups"`
