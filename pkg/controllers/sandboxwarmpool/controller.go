@@ -110,6 +110,11 @@ const (
 	// for the refill to keep waiting: new members take seconds to be Ready while claims come, so
 	// under a steady stream the pool refills before it runs dry instead of after the stream.
 	refillLead = 5 * time.Second
+	// refillSustain is how long claims must have kept coming before they count as a stream whose
+	// low-water mark starts the refill. A burst shorter than that is served from the members
+	// first: claims are cheap and new members are not, and members made during a burst of a
+	// second or two are Ready only after it, so they would only slow it down.
+	refillSustain = 3 * time.Second
 )
 
 // rate is the burst's claims per second so far, counted over at least a second so that its first
@@ -345,9 +350,10 @@ func (c *Controller) noteAdoption(key string) {
 }
 
 // refillWait is how long the pool, with ready Ready members, should still wait before refilling:
-// until refillHold after the last adoption, as long as its Ready members cover the claims the
-// burst's rate brings over refillLead (its low-water mark). Below that mark it refills at once,
-// and the burst goes on being counted.
+// until refillHold after the last adoption while it has members to serve claims from. Once the
+// claims have kept coming for refillSustain, it waits only as long as its Ready members cover
+// the claims the burst's rate brings over refillLead (its low-water mark); below that mark it
+// refills at once, and the burst goes on being counted.
 func (c *Controller) refillWait(key string, ready int) time.Duration {
 	now := c.clock.Now()
 	c.adoptionsMu.Lock()
@@ -361,7 +367,10 @@ func (c *Controller) refillWait(key string, ready int) time.Duration {
 		delete(c.adoptions, key)
 		return 0
 	}
-	if float64(ready) < b.rate()*refillLead.Seconds() {
+	if ready == 0 {
+		return 0
+	}
+	if b.last.Sub(b.first) >= refillSustain && float64(ready) < b.rate()*refillLead.Seconds() {
 		return 0
 	}
 	return wait

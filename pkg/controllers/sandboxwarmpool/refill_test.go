@@ -70,9 +70,33 @@ func TestRefillWaitBurst(t *testing.T) {
 	}
 }
 
+// TestRefillWaitShortBurst: a burst shorter than refillSustain (300 claims at 130/s from a pool
+// of 300, the warm benchmark's burst) is served from the members without a refill beside it,
+// however far below the low-water mark they fall, until the last member is taken.
+func TestRefillWaitShortBurst(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := testingclock.NewFakePassiveClock(start)
+	c := &Controller{clock: clk, adoptions: map[string]adoptionBurst{}}
+	const key = "ns/pool"
+
+	waits := adoptAt(c, clk, key, start, 300, time.Second/130, refillSustain)
+	if len(waits) != 300 {
+		t.Fatalf("%d adoptions played, want 300", len(waits))
+	}
+	for i, wait := range waits[:299] {
+		if wait != refillHold {
+			t.Fatalf("adoption %d, %d Ready left: wait %s, want %s", i+1, 300-i-1, wait, refillHold)
+		}
+	}
+	if got := waits[299]; got != 0 {
+		t.Fatalf("the pool's last member taken: wait %s, want none", got)
+	}
+}
+
 // TestRefillWaitSteadyStream: claims at 30/s from a pool of 200 (issue 13's churn) must not
-// starve the pool: the refill goes on once the Ready members cover less than refillLead of
-// claims, within the first seconds of the stream, and keeps going while they stay that low.
+// starve the pool: the refill goes on once the claims have kept coming for refillSustain and the
+// Ready members cover less than refillLead of them, with more than half the pool still Ready, and
+// keeps going while they stay that low.
 func TestRefillWaitSteadyStream(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakePassiveClock(start)
@@ -92,8 +116,11 @@ func TestRefillWaitSteadyStream(t *testing.T) {
 	if first < 0 {
 		t.Fatal("a steady stream of 30 claims/s held the refill of a pool of 200 until it ran dry")
 	}
-	if at := time.Duration(first) * time.Second / 30; at > 3*time.Second {
+	if at := time.Duration(first) * (time.Second / 30); at > refillSustain+time.Second/30 {
 		t.Fatalf("the refill of a pool of 200 under 30 claims/s started %s into the stream, after %d claims", at, first+1)
+	}
+	if ready := 200 - first - 1; ready <= 100 {
+		t.Fatalf("the refill of a pool of 200 under 30 claims/s started with %d Ready left", ready)
 	}
 }
 
