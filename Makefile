@@ -4,7 +4,7 @@ GO ?= go
 OUTPUT := _output
 BIN := $(OUTPUT)/bin
 
-.PHONY: all build image release test test-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench tools run down clean
+.PHONY: all build image release test test-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
 
 all: build
 
@@ -26,7 +26,7 @@ release: tools
 test: verify test-unit test-fuzz test-integration test-e2e
 
 test-unit:
-	$(GO) test ./pkg/... ./cmd/...
+	$(GO) test ./pkg/... ./cmd/... ./hack/...
 
 # Budgets are counts of inputs, not durations: with a duration, Go 1.26's fuzz coordinator can
 # fail a target with a bare "context deadline exceeded" when the time runs out under load
@@ -70,6 +70,11 @@ verify: vet tools
 bench: build tools
 	PROFILING=true hack/local-up.sh start
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/...
+
+# The working tree side by side with base commits, alternating rounds on fresh planes:
+# make bench-compare BASE="COMMIT [COMMIT ...]" [ROUNDS=3] [BENCH=regexp] (hack/bench-compare.sh).
+bench-compare:
+	hack/bench-compare.sh
 
 # Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) and helm built from the module proxy.
 tools:

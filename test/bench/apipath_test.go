@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -139,7 +138,7 @@ func BenchmarkAPIPath(b *testing.B) {
 	fmt.Printf("  %-18s JSON %.3f s %v; protobuf %.3f s %v (%d pages of %d)\n", "full list", res.ListJSONSeconds, jsonRuns, res.ListProtoSeconds, protoRuns, res.ListPages, res.ListPageSize)
 	fmt.Printf("  %-18s JSON: %s\n  %-18s protobuf: %s\n", "CPU per list", formatCPUPerOp(res.CPUMsPerJSONList), "", formatCPUPerOp(res.CPUMsPerProtoList))
 	fmt.Printf("  %-18s %s\n", "load average", res.LoadAverage)
-	out := filepath.Join(c.root, "_output", "bench", "apipath.json")
+	out := c.outFile("apipath.json")
 	if err := writeJSON(out, res); err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -310,7 +309,7 @@ func BenchmarkChurn(b *testing.B) {
 	stopSampler()
 	samplerDone.Wait()
 	sampleNow()
-	if err := srv.heapTop(ctx, filepath.Join(c.root, "_output/bench/churn-heap.txt"), 40); err != nil {
+	if err := srv.heapTop(ctx, c.outFile("churn-heap.txt"), 40); err != nil {
 		b.Logf("heap profile: %v", err)
 	}
 
@@ -329,7 +328,7 @@ func BenchmarkChurn(b *testing.B) {
 	for _, w := range res.Windows {
 		fmt.Printf("  %7.0fs %10.1f %10.1f %10.1f\n", w.StartS, w.CreatedPerS, w.ReadyPerS, w.DeletedPerS)
 	}
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/churn.json"), res); err != nil {
+	if err := writeJSON(c.outFile("churn.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -30,7 +31,11 @@ import (
 
 // cluster is the local control plane of hack/local-up.sh, which `make bench` starts.
 type cluster struct {
-	root string
+	// plane is the plane's _output/local directory: this tree's, or SANDBOX_BENCH_PLANE's (a plane
+	// started from another tree, as hack/bench-compare.sh does for its base commits).
+	plane string
+	// out is where the results go: _output/bench of this tree, or SANDBOX_BENCH_OUT.
+	out string
 	// config reaches kube-apiserver as the plane's admin.
 	config  *rest.Config
 	kube    kubernetes.Interface
@@ -47,17 +52,19 @@ func connect(b *testing.B) *cluster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(root, "_output/local/kubeconfig"))
+	plane := cmp.Or(os.Getenv("SANDBOX_BENCH_PLANE"), filepath.Join(root, "_output/local"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(plane, "kubeconfig"))
 	if err != nil {
 		b.Skipf("no local control plane (run hack/local-up.sh start or make bench): %v", err)
 	}
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cfg.Timeout = 30 * time.Second
-	c := &cluster{root: root, config: cfg, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
+	c := &cluster{plane: plane, out: cmp.Or(os.Getenv("SANDBOX_BENCH_OUT"), filepath.Join(root, "_output/bench")),
+		config: cfg, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
 	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
 		b.Skipf("local control plane does not answer: %v", err)
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(root, "_output/local/certs/admin.crt"), filepath.Join(root, "_output/local/certs/admin.key"))
+	cert, err := tls.LoadX509KeyPair(filepath.Join(plane, "certs/admin.crt"), filepath.Join(plane, "certs/admin.key"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,6 +92,11 @@ func connect(b *testing.B) *cluster {
 	}
 	c.deleteLeftovers(b)
 	return c
+}
+
+// outFile is the path of a result file named name.
+func (c *cluster) outFile(name string) string {
+	return filepath.Join(c.out, name)
 }
 
 // benchPrefix starts the name of every namespace a benchmark makes.

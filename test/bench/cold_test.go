@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -183,7 +182,7 @@ func BenchmarkColdStart(b *testing.B) {
 	b.Logf("main writes %v", res.MainWrites)
 	b.Logf("our writes %v", res.OurWrites)
 	fmt.Printf("CPU per sandbox: %s\n", formatCPUPerOp(res.CPUMsPerSandbox))
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/cold.json"), res); err != nil {
+	if err := writeJSON(c.outFile("cold.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

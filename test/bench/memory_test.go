@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -139,7 +138,7 @@ func BenchmarkMemory(b *testing.B) {
 	if res.Loaded, err = srv.sample(ctx, start); err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.heapTop(ctx, filepath.Join(c.root, "_output/bench/memory-heap.txt"), 40); err != nil {
+	if err := srv.heapTop(ctx, c.outFile("memory-heap.txt"), 40); err != nil {
 		b.Fatal(err)
 	}
 	if res.AfterGC, err = srv.sample(ctx, start); err != nil {
@@ -161,8 +160,8 @@ func BenchmarkMemory(b *testing.B) {
 	gc, user := res.Loaded.GCCPUSeconds-res.Before.GCCPUSeconds, res.Loaded.UserCPUSeconds-res.Before.UserCPUSeconds
 	fmt.Printf("  Go memory limit %s; while loading, garbage collection took %.0f s of CPU, %.0f%% of the server's %.0f s\n",
 		limit, gc, 100*gc/max(gc+user, 1e-9), gc+user)
-	fmt.Println("  heap profile top: _output/bench/memory-heap.txt")
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/memory.json"), res); err != nil {
+	fmt.Println("  heap profile top:", c.outFile("memory-heap.txt"))
+	if err := writeJSON(c.outFile("memory.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ func (c *cluster) readPlaneCPU() planeCPU {
 		cpu[loadGenerator] = s
 	}
 	for _, name := range planeProcesses {
-		pid, err := planePID(c.root, name)
+		pid, err := planePID(c.plane, name)
 		if err != nil {
 			continue
 		}
@@ -47,9 +47,10 @@ func (c *cluster) readPlaneCPU() planeCPU {
 	return cpu
 }
 
-// planePID is the PID of a plane process, from the PID file hack/local-up.sh keeps.
-func planePID(root, name string) (string, error) {
-	raw, err := os.ReadFile(filepath.Join(root, "_output/local/pids", name+".pid"))
+// planePID is the PID of a plane process, from the PID file hack/local-up.sh keeps in the plane's
+// directory.
+func planePID(plane, name string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(plane, "pids", name+".pid"))
 	return strings.TrimSpace(string(raw)), err
 }
 

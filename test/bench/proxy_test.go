@@ -101,7 +101,7 @@ func BenchmarkProxy(b *testing.B) {
 		b.Fatalf("sandbox not Ready: %v", err)
 	}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.root, "_output/local/kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.plane, "kubeconfig"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func BenchmarkProxy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(c.root, "_output/local/certs/admin.crt"), filepath.Join(c.root, "_output/local/certs/admin.key"))
+	cert, err := tls.LoadX509KeyPair(filepath.Join(c.plane, "certs/admin.crt"), filepath.Join(c.plane, "certs/admin.key"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func BenchmarkProxy(b *testing.B) {
 		fmt.Printf("%-20s %9.2f %9.2f %9.2f %12.1f %7d\n", r.name, r.p.P50Ms, r.p.P99Ms, r.p.MaxMs, r.p.RequestsPerSecond, r.p.Errors)
 	}
 	fmt.Printf("added by the proxy through kube-apiserver: p50 %.2f ms, p99 %.2f ms\n", res.AddedP50Ms, res.AddedP99Ms)
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/proxy.json"), res); err != nil {
+	if err := writeJSON(c.outFile("proxy.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

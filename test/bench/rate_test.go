@@ -68,7 +68,7 @@ func BenchmarkWarmClaimRates(b *testing.B) {
 		}
 	}
 
-	profileDir := filepath.Join(c.root, "_output/bench")
+	profileDir := c.out
 	res.Burst = c.warmRun(b, warmSpec{prefix: "burst", poolSize: burst, claims: burst, clients: clients,
 		during: func(ctx context.Context) func() {
 			wait := c.profileServers(ctx, b, profileDir, "burst")
@@ -94,7 +94,7 @@ func BenchmarkWarmClaimRates(b *testing.B) {
 		}
 		fmt.Printf("%s CPU profile: %s (top: %s)\n", p.Server, p.File, p.TopFile)
 	}
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/rates.json"), res); err != nil {
+	if err := writeJSON(c.outFile("rates.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -17,19 +17,20 @@ import (
 // ourServer reads the memory of the local plane's sandbox-apiserver process: its RSS from /proc,
 // its Go heap from its /metrics, a heap profile from its /debug/pprof (on by default, --profiling).
 type ourServer struct {
-	root string
+	// plane is the plane's directory (see cluster.plane).
+	plane string
 	// get reads a path of the server directly (see cluster.ourGet).
 	get func(ctx context.Context, path string) ([]byte, error)
 }
 
 // ourServer is the local plane's sandbox-apiserver, for its memory figures.
 func (c *cluster) ourServer() *ourServer {
-	return &ourServer{root: c.root, get: c.ourGet}
+	return &ourServer{plane: c.plane, get: c.ourGet}
 }
 
 // rssMiB is the server process's resident set, from the PID file hack/local-up.sh keeps.
 func (s *ourServer) rssMiB() (float64, error) {
-	pid, err := planePID(s.root, "sandbox-apiserver")
+	pid, err := planePID(s.plane, "sandbox-apiserver")
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,7 +129,7 @@ func BenchmarkStreams(b *testing.B) {
 	} {
 		fmt.Printf("%-22s %12.2f %12.2f\n", row.name, row.s, row.p)
 	}
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/streams.json"), res); err != nil {
+	if err := writeJSON(c.outFile("streams.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -71,7 +71,7 @@ func BenchmarkWake(b *testing.B) {
 	if _, err := sandboxes.Create(ctx, sb, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.root, "_output/local/kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.plane, "kubeconfig"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func BenchmarkWake(b *testing.B) {
 	}
 	fmt.Printf("\nwake through sandboxes/proxy on %s (%d CPUs), load %s: %d rounds, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d errors\n",
 		res.Machine.CPUModel, res.Machine.NumCPU, res.LoadAvg, wakeRounds, res.P50Ms, res.P99Ms, res.MaxMs, res.Errors)
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/wake.json"), res); err != nil {
+	if err := writeJSON(c.outFile("wake.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }

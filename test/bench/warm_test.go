@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -97,7 +96,7 @@ func BenchmarkWarmClaims(b *testing.B) {
 		fmt.Printf("%-8s %-8s %6s %6s %9.1f %9.1f %9.1f %9.1f %9.0fms\n", "", "watch", "", "",
 			r.run.P50Ms, r.run.P90Ms, r.run.P99Ms, r.run.MaxMs, r.run.AllReadyMs)
 	}
-	if err := writeJSON(filepath.Join(c.root, "_output/bench/warm.json"), res); err != nil {
+	if err := writeJSON(c.outFile("warm.json"), res); err != nil {
 		b.Fatal(err)
 	}
 }
