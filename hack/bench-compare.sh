@@ -24,6 +24,9 @@
 #   BENCH     [^(BenchmarkWarmClaims|BenchmarkAPIPath|BenchmarkChurn)$] the benchmarks (go test -bench)
 #   SANDBOX_BENCH_CHURN_DURATION [60s] BenchmarkChurn's length (its own default is 10m); the
 #             other SANDBOX_BENCH_* settings pass through to the benchmarks
+#   SANDBOX_BENCH_CONTENT_TYPE [application/json] what the load tool speaks to our kinds: JSON,
+#             which every commit serves (protobuf came later); application/vnd.kubernetes.protobuf
+#             when every base serves it, as make bench does
 #   BENCH_TIMEOUT [60m] the go test timeout of one side's run
 set -euo pipefail
 
@@ -36,6 +39,7 @@ ROUNDS="${ROUNDS:-3}"
 BENCH="${BENCH:-^(BenchmarkWarmClaims|BenchmarkAPIPath|BenchmarkChurn)\$}"
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-60m}"
 export SANDBOX_BENCH_CHURN_DURATION="${SANDBOX_BENCH_CHURN_DURATION:-60s}"
+export SANDBOX_BENCH_CONTENT_TYPE="${SANDBOX_BENCH_CONTENT_TYPE:-application/json}"
 GO="${GO:-go}"
 
 [[ -n "${BASE}" ]] || die "BASE is required: the commits to compare the working tree with (BASE=\"COMMIT [COMMIT ...]\")"

@@ -59,6 +59,11 @@ func connect(b *testing.B) *cluster {
 	}
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cfg.Timeout = 30 * time.Second
+	// Unset, the generated clients speak protobuf to our kinds and JSON to the rest, as the
+	// controllers do; hack/bench-compare.sh sets JSON, which commits before protobuf also serve.
+	if ct := os.Getenv("SANDBOX_BENCH_CONTENT_TYPE"); ct != "" {
+		cfg.ContentType, cfg.AcceptContentTypes = ct, ct
+	}
 	c := &cluster{plane: plane, out: cmp.Or(os.Getenv("SANDBOX_BENCH_OUT"), filepath.Join(root, "_output/bench")),
 		config: cfg, kube: kubernetes.NewForConfigOrDie(cfg), sandbox: versioned.NewForConfigOrDie(cfg)}
 	if _, err := c.kube.Discovery().ServerVersion(); err != nil {
