@@ -55,9 +55,10 @@ func BenchmarkAPIPath(b *testing.B) {
 	// The creates go as protobuf, as client-go's clients of our kinds send them, unless the run
 	// asks for JSON alone (hack/bench-compare.sh: commits before protobuf serve only JSON); the
 	// protobuf lists are then left out too.
-	createClient, listClients := protoClient, []versioned.Interface{jsonClient, protoClient}
-	if os.Getenv("SANDBOX_BENCH_CONTENT_TYPE") == runtime.ContentTypeJSON {
-		createClient, listClients = jsonClient, listClients[:1]
+	jsonOnly := os.Getenv("SANDBOX_BENCH_CONTENT_TYPE") == runtime.ContentTypeJSON
+	createClient := protoClient
+	if jsonOnly {
+		createClient = jsonClient
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
@@ -87,13 +88,18 @@ func BenchmarkAPIPath(b *testing.B) {
 	pages := 0
 	// CPU each process spent on the lists of each encoding, summed over the repeats.
 	jsonCPU, protoCPU := planeCPU{}, planeCPU{}
+	lists := []struct {
+		client versioned.Interface
+		into   *[]float64
+		cpu    planeCPU
+	}{{jsonClient, &jsonRuns, jsonCPU}, {protoClient, &protoRuns, protoCPU}}
+	if jsonOnly {
+		lists = lists[:1]
+	}
 	for range listRepeats {
-		for i, run := range []struct {
-			into *[]float64
-			cpu  planeCPU
-		}{{&jsonRuns, jsonCPU}, {&protoRuns, protoCPU}}[:len(listClients)] {
+		for _, run := range lists {
 			before := c.readPlaneCPU()
-			wall, n, items, err := listAll(ctx, listClients[i], ns)
+			wall, n, items, err := listAll(ctx, run.client, ns)
 			if err != nil {
 				b.Fatal(err)
 			}
