@@ -62,7 +62,7 @@ func TestPeerGoSDKClaim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	before := clientStartupCount(t, template)
+	before, _ := startupCounts(t, template)
 	requestedAt := time.Now().Add(-50 * time.Millisecond)
 	var claim *extensionsv1beta1.SandboxClaim
 	eventually(t, waitTimeout, "the tenant's RBAC to reach the server", func() (bool, string) {
@@ -101,8 +101,8 @@ func TestPeerGoSDKClaim(t *testing.T) {
 		}
 	}
 	eventually(t, waitTimeout, "agent_sandbox_client_claim_startup_latency_ms to count the claim", func() (bool, string) {
-		n := clientStartupCount(t, template)
-		return n == before+1, fmt.Sprintf("count %d, was %d", n, before)
+		n, server := startupCounts(t, template)
+		return n == before+1, fmt.Sprintf("count %d, was %d; agent_sandbox_claim_startup_latency_ms counted %d", n, before, server)
 	})
 
 	// A mark the controllers trust stays theirs, whoever's SDK sends it.
@@ -114,9 +114,10 @@ func TestPeerGoSDKClaim(t *testing.T) {
 	}
 }
 
-// clientStartupCount reads, from sandbox-apiserver's own /metrics (as the admin), how many warm
-// claims of template agent_sandbox_client_claim_startup_latency_ms has counted.
-func clientStartupCount(t *testing.T, template string) int {
+// startupCounts reads, from sandbox-apiserver's own /metrics (as the admin), how many warm claims
+// of template agent_sandbox_client_claim_startup_latency_ms has counted, and how many
+// agent_sandbox_claim_startup_latency_ms has.
+func startupCounts(t *testing.T, template string) (client, server int) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
 	if err != nil {
@@ -126,12 +127,12 @@ func clientStartupCount(t *testing.T, template string) int {
 	// the aggregator, which skips no check here but the name.
 	cfg.Host = "https://" + sandboxAPIServerURL()
 	cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: true, CertData: cfg.CertData, KeyData: cfg.KeyData, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
-	client, err := rest.HTTPClientFor(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client.Timeout = 10 * time.Second
-	resp, err := client.Get(cfg.Host + "/metrics")
+	httpClient.Timeout = 30 * time.Second
+	resp, err := httpClient.Get(cfg.Host + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
@@ -139,20 +140,24 @@ func clientStartupCount(t *testing.T, template string) int {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s", resp.Status)
 	}
-	sample := `agent_sandbox_client_claim_startup_latency_ms_count{launch_type="warm",sandbox_template="` + template + `"}`
+	labels := `_count{launch_type="warm",sandbox_template="` + template + `"} `
+	samples := map[string]*int{
+		"agent_sandbox_client_claim_startup_latency_ms" + labels: &client,
+		"agent_sandbox_claim_startup_latency_ms" + labels:        &server,
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
-		if value, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				t.Fatalf("%s: %v", sample, err)
+		for prefix, n := range samples {
+			if value, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				if *n, err = strconv.Atoi(value); err != nil {
+					t.Fatalf("%s: %v", prefix, err)
+				}
 			}
-			return n
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return 0
+	return client, server
 }
