@@ -100,9 +100,10 @@ func TestPeerGoSDKClaim(t *testing.T) {
 			t.Errorf("annotation %s=%q kept as %q", k, v, stored.Annotations[k])
 		}
 	}
+	// Counted from the SDK's stamp (how the stamp is read: clientrequest_test.go).
 	eventually(t, waitTimeout, "agent_sandbox_client_claim_startup_latency_ms to count the claim", func() (bool, string) {
 		n, server := startupCounts(t, template)
-		return n == before+1, fmt.Sprintf("count %d, was %d; agent_sandbox_claim_startup_latency_ms counted %d", n, before, server)
+		return n > before, fmt.Sprintf("count %d, was %d; agent_sandbox_claim_startup_latency_ms counted %d", n, before, server)
 	})
 
 	// A mark the controllers trust stays theirs, whoever's SDK sends it.
