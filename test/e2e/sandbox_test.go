@@ -105,6 +105,53 @@ spec:
 	})
 }
 
+// TestSandboxCreatedSuspended: a Sandbox created suspended shows Ready False and Suspended True
+// in the create's own answer, and the controller, with nothing to make, writes nothing: the
+// Sandbox keeps the resourceVersion and managedFields of its create. Scaled up, it runs as any.
+func TestSandboxCreatedSuspended(t *testing.T) {
+	ns := newNamespace(t)
+	const manifest = `apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata: {name: %s}
+spec:
+  replicas: %d
+  podTemplate:
+    spec:
+      containers: [{name: agent, image: ghcr.io/example/agent:latest}]
+`
+	stdout, stderr, err := kubectlWith(t, kubectlOptions{stdin: fmt.Sprintf(manifest, "parked", 0)}, "create", "-n", ns, "-f", "-",
+		"-o", `jsonpath={.metadata.resourceVersion} {.status.conditions[?(@.type=="Ready")].reason} {.status.conditions[?(@.type=="Suspended")].status}`)
+	if err != nil {
+		t.Fatalf("kubectl create: %v\n%s", err, stderr)
+	}
+	created := strings.Fields(stdout)
+	if len(created) != 3 || created[1] != agentsv1beta1.SandboxReasonSuspended || created[2] != "True" {
+		t.Fatalf("created: %q, want a resourceVersion, Ready reason %s and Suspended True", stdout, agentsv1beta1.SandboxReasonSuspended)
+	}
+
+	// A running Sandbox created after it reaches Ready only after the controller's queue has
+	// passed the suspended one.
+	if _, stderr, err := kubectlWith(t, kubectlOptions{stdin: fmt.Sprintf(manifest, "running", 1)}, "create", "-n", ns, "-f", "-"); err != nil {
+		t.Fatalf("kubectl create: %v\n%s", err, stderr)
+	}
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/running", "--timeout=90s")
+	if rv := jsonpath(t, ns, "{.metadata.resourceVersion}", "sandbox", "parked"); rv != created[0] {
+		t.Errorf("resourceVersion %s, want %s: something wrote the suspended Sandbox after its create", rv, created[0])
+	}
+	if managers := jsonpath(t, ns, "{.metadata.managedFields[*].manager}", "sandbox", "parked"); managers != "kubectl-create" {
+		t.Errorf("managedFields managers %q, want only kubectl-create", managers)
+	}
+	if out, _, _ := kubectlErr(t, "get", "pod", "parked", "-n", ns, "--ignore-not-found", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("a pod for the suspended Sandbox: %s", out)
+	}
+
+	kubectl(t, "scale", "-n", ns, "sandbox/parked", "--replicas=1")
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/parked", "--timeout=90s")
+	if got := jsonpath(t, ns, `{.status.conditions[?(@.type=="Suspended")].type}`, "sandbox", "parked"); got != "" {
+		t.Errorf("the running Sandbox still has a Suspended condition")
+	}
+}
+
 // TestSandboxExpiry: a 5-second shutdownTime deletes a Sandbox under Delete, with its children,
 // and keeps it as Ready=False SandboxExpired under Retain.
 func TestSandboxExpiry(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	agentsfake "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
@@ -134,5 +135,23 @@ func TestStatusNotWrittenAgainFromStaleCache(t *testing.T) {
 	}
 	if got, want := f.writes(), []string{"update sandboxes/status"}; !slices.Equal(got, want) {
 		t.Fatalf("after the pod finished, writes = %q, want %q", got, want)
+	}
+}
+
+// TestCreatedSuspendedNeedsNoStatusWrite: a Sandbox created suspended is stored with its status
+// (the server's create strategy), so the controller has nothing to make and nothing to write.
+func TestCreatedSuspendedNeedsNoStatusWrite(t *testing.T) {
+	created := metav1.NewTime(testNow.Add(-time.Second))
+	ready, suspended := agentsv1beta1.SuspendedConditions(testGen)
+	ready.LastTransitionTime, suspended.LastTransitionTime = created, created
+	f := newFixture(t, world{sandbox: newSandbox(func(sb *agentsv1beta1.Sandbox) {
+		sb.Spec.Replicas = ptr.To[int32](0)
+		sb.Status.Conditions = []metav1.Condition{ready, suspended}
+	})})
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.writes(); len(got) != 0 {
+		t.Fatalf("writes = %q, want none", got)
 	}
 }

@@ -165,10 +165,7 @@ func conditions(sb *agentsv1beta1.Sandbox, state children, childErr error) []met
 	var out []metav1.Condition
 	pod := state.pod
 	if replicasOf(sb) == 0 {
-		ready := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse,
-			Reason: agentsv1beta1.SandboxReasonSuspended, Message: "Sandbox is suspended", ObservedGeneration: gen}
-		suspended := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionSuspended), Status: metav1.ConditionTrue,
-			Reason: agentsv1beta1.SandboxReasonSuspendedPodTerminated, Message: "Pod is terminated", ObservedGeneration: gen}
+		ready, suspended := agentsv1beta1.SuspendedConditions(gen)
 		if pod != nil {
 			ready.Message = "Sandbox is suspending"
 			suspended.Status, suspended.Reason, suspended.Message = metav1.ConditionFalse, agentsv1beta1.SandboxReasonSuspendedPodNotTerminated, "Pod is terminating"

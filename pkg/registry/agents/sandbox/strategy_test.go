@@ -131,3 +131,51 @@ func TestLaunchTypeLabel(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusOfSandboxCreatedSuspended: a Sandbox created suspended, by replicas or by operating
+// mode, is stored with the status the controller would write for it; any other gets none, and a
+// status sent with the create is dropped either way.
+func TestStatusOfSandboxCreatedSuspended(t *testing.T) {
+	st, _ := NewStrategy(runtime.NewScheme(), "", nil)
+	forged := agents.SandboxStatus{Replicas: 1, Service: "forged",
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Forged"}}}
+	for _, tc := range []struct {
+		name      string
+		in        *agents.Sandbox
+		suspended bool
+	}{
+		{"replicas 0", withSpec(ptr.To[int32](0), ""), true},
+		{"operatingMode Suspended", withSpec(nil, agents.OperatingModeSuspended), true},
+		{"replicas unset", withSpec(nil, ""), false},
+		{"replicas 1", withSpec(ptr.To[int32](1), ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Status = forged
+			st.PrepareForCreate(context.Background(), tc.in)
+			got := tc.in.Status
+			if got.Replicas != 0 || got.Service != "" || got.LabelSelector != "" {
+				t.Errorf("status %+v kept what the create sent", got)
+			}
+			if !tc.suspended {
+				if len(got.Conditions) != 0 {
+					t.Errorf("conditions %+v, want none: the controller reports a running Sandbox", got.Conditions)
+				}
+				return
+			}
+			ready, suspended := agentsv1beta1.SuspendedConditions(1)
+			if len(got.Conditions) != 2 {
+				t.Fatalf("conditions %+v, want Ready and Suspended", got.Conditions)
+			}
+			for i, want := range []metav1.Condition{ready, suspended} {
+				c := got.Conditions[i]
+				if c.LastTransitionTime.IsZero() {
+					t.Errorf("%s has no lastTransitionTime", c.Type)
+				}
+				c.LastTransitionTime = metav1.Time{}
+				if c != want {
+					t.Errorf("condition %d = %+v, want %+v", i, c, want)
+				}
+			}
+		})
+	}
+}
