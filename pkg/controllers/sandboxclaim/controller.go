@@ -150,11 +150,7 @@ func New(c Config) (*Controller, error) {
 
 	if _, err := c.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			claim := obj.(*extensionsv1beta1.SandboxClaim)
-			if !meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
-				// Not a claim bound at create time, which is Ready from the start.
-				ctrl.firstObservedAt.LoadOrStore(claim.UID, ctrl.now())
-			}
+			ctrl.firstSight(obj.(*extensionsv1beta1.SandboxClaim))
 			ctrl.loop.Enqueue(obj)
 		},
 		UpdateFunc: func(_, obj any) { ctrl.loop.Enqueue(obj) },
@@ -183,6 +179,16 @@ func New(c Config) (*Controller, error) {
 		return nil, err
 	}
 	return ctrl, nil
+}
+
+// firstSight marks a claim the controller sees for the first time and not yet Ready with the
+// moment it saw it: that claim's startup is measured when it becomes Ready, once. A claim bound at
+// create time is Ready from the start and measured by the binding; one Ready already when seen
+// (after a restart or a handover) was measured by whoever made it Ready.
+func (c *Controller) firstSight(claim *extensionsv1beta1.SandboxClaim) {
+	if !meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
+		c.firstObservedAt.LoadOrStore(claim.UID, c.now())
+	}
 }
 
 // Run reconciles until ctx is done.

@@ -415,6 +415,7 @@ func (f *fixture) addCache(obj runtime.Object) {
 		f.must(f.inf.Agents().V1beta1().Sandboxes().Informer().GetIndexer().Add(o.DeepCopy()))
 	case *extensionsv1beta1.SandboxClaim:
 		f.must(f.inf.Extensions().V1beta1().SandboxClaims().Informer().GetIndexer().Add(o.DeepCopy()))
+		f.c.firstSight(o) // as the informer's add handler does
 	case *extensionsv1beta1.SandboxTemplate:
 		f.must(f.inf.Extensions().V1beta1().SandboxTemplates().Informer().GetIndexer().Add(o.DeepCopy()))
 	default:

@@ -485,3 +485,48 @@ func TestReadyObservedOnce(t *testing.T) {
 		t.Errorf("after a sync from the stale claim cache: %d observations, want 1", got)
 	}
 }
+
+// TestReadyAgainNotObserved: a claim whose sandbox turns Ready, then not Ready (its pod restarted),
+// then Ready again has one startup, not two: the second would measure the claim's age.
+func TestReadyAgainNotObserved(t *testing.T) {
+	metrics.Register()
+	mine := ownedByClaim(testClaim, testClaimUID)
+	claim := newClaim(warmpool(extensionsv1beta1.WarmPoolPolicyNone), withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim))
+	f := newFixture(t, claim, newTemplate())
+	observed := func() uint64 {
+		n, err := testutil.GetHistogramMetricCount(metrics.ClaimStartupLatency.WithLabelValues(metrics.LaunchCold, testTemplate))
+		f.must(err)
+		return n
+	}
+	before := observed()
+	ready := sandboxReady("True", "DependenciesReady", "Pod is Ready")
+	restarting := sandboxReady("False", "DependenciesNotReady", "Pod is Pending")
+	for i, step := range []struct {
+		name string
+		sb   *agentsv1beta1.Sandbox
+		want uint64
+	}{
+		{"starting", newSandbox(testClaim, mine, restarting), 0},
+		{"Ready", newSandbox(testClaim, mine, ready, withPodIPs("10.0.0.5")), 1},
+		{"its pod restarted", newSandbox(testClaim, mine, restarting), 1},
+		{"Ready again", newSandbox(testClaim, mine, ready, withPodIPs("10.0.0.6")), 1},
+	} {
+		sb := step.sb.DeepCopy()
+		want, err := desiredPodMetadata(claim, newTemplate(), nil)
+		f.must(err)
+		sb.Spec.PodTemplate.ObjectMeta = want
+		if i == 0 {
+			f.add(sb)
+		} else {
+			f.updateCache(sb)
+		}
+		f.mustSync(testClaim)
+		if n := len(f.statusWrites()); n != 1 {
+			t.Fatalf("step %q: %d status writes, want 1", step.name, n)
+		}
+		if got := observed() - before; got != step.want {
+			t.Fatalf("step %q: %d startups observed, want %d", step.name, got, step.want)
+		}
+		f.applyWrites()
+	}
+}

@@ -83,10 +83,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	computeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
 	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, sandboxReadyKey) && meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
-		// Observed once per claim: only the write that made it Ready counts.
-		observedAt, _ := c.firstObservedAt.LoadAndDelete(claim.UID)
-		t, _ := observedAt.(time.Time)
-		observeReady(claim, sb, t)
+		// Observed once per claim: only the write that first made it Ready counts, the one that
+		// takes its firstSight mark. A claim Ready again later (its pod restarted) has no mark left:
+		// that is not a startup, and its age would be taken for one.
+		if observedAt, first := c.firstObservedAt.LoadAndDelete(claim.UID); first {
+			observeReady(claim, sb, observedAt.(time.Time))
+		}
 	}
 
 	if !expired {
@@ -446,7 +448,7 @@ func computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sand
 }
 
 // observeReady records the startup latencies of a claim that just became Ready; observedAt is
-// when the controller first saw the claim (zero when unknown).
+// when the controller first saw the claim.
 func observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, observedAt time.Time) {
 	launch := metrics.LaunchCold
 	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
@@ -454,9 +456,7 @@ func observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandb
 	}
 	template := claim.Spec.TemplateRef.Name
 	metrics.ClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(claim.CreationTimestamp.Time))
-	if !observedAt.IsZero() {
-		metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(observedAt))
-	}
+	metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(observedAt))
 	if requestedAt, ok := clientRequestedAt(claim, time.Now()); ok {
 		metrics.ClientClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(requestedAt))
 	}
