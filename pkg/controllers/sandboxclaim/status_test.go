@@ -289,6 +289,17 @@ func (f *fixture) applyWrites() {
 	f.reset()
 }
 
+// claimedSandbox is a copy of sb as the sandbox controller would have it for claim: with the pod
+// metadata the claim wants, so that only the status is at stake.
+func (f *fixture) claimedSandbox(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox) *agentsv1beta1.Sandbox {
+	f.t.Helper()
+	sb = sb.DeepCopy()
+	want, err := desiredPodMetadata(claim, newTemplate(), nil)
+	f.must(err)
+	sb.Spec.PodTemplate.ObjectMeta = want
+	return sb
+}
+
 // TestSyncStatusFollowsSandbox: the claim's status follows the sandbox's changes one write each.
 func TestSyncStatusFollowsSandbox(t *testing.T) {
 	mine := ownedByClaim(testClaim, testClaimUID)
@@ -320,12 +331,7 @@ func TestSyncStatusFollowsSandbox(t *testing.T) {
 	f := newFixture(t, claim, newTemplate())
 	f.addAPI(steps[0].sb)
 	for i, st := range steps {
-		// Put the sandbox as the sandbox controller would have it; keep the pod metadata the
-		// claim wants so that only the status is at stake.
-		sb := st.sb.DeepCopy()
-		want, err := desiredPodMetadata(claim, newTemplate(), nil)
-		f.must(err)
-		sb.Spec.PodTemplate.ObjectMeta = want
+		sb := f.claimedSandbox(claim, st.sb)
 		if i == 0 {
 			f.addCache(sb)
 		} else {
@@ -511,10 +517,7 @@ func TestReadyAgainNotObserved(t *testing.T) {
 		{"its pod restarted", newSandbox(testClaim, mine, restarting), 1},
 		{"Ready again", newSandbox(testClaim, mine, ready, withPodIPs("10.0.0.6")), 1},
 	} {
-		sb := step.sb.DeepCopy()
-		want, err := desiredPodMetadata(claim, newTemplate(), nil)
-		f.must(err)
-		sb.Spec.PodTemplate.ObjectMeta = want
+		sb := f.claimedSandbox(claim, step.sb)
 		if i == 0 {
 			f.add(sb)
 		} else {
