@@ -27,6 +27,7 @@ import (
 	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/inprocess"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
@@ -102,6 +103,8 @@ type SandboxServer struct {
 	ControllerIdentity *controlleridentity.Identity
 	// Waker resumes suspended sandboxes for the proxy and records their activity.
 	Waker *sandboxwake.Waker
+	// Ours lists and watches our kinds from this server's registries for the controllers' caches.
+	Ours *inprocess.Source
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -227,18 +230,25 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	// Every replica reports the sandboxes it serves, whether or not it runs the controllers.
 	metrics.Register()
 	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
+	// The controllers cache our kinds as this replica's registries hold them.
+	ours := inprocess.New(Scheme, inprocess.Stores{
+		Sandboxes: sandboxStorage.Sandbox.Store,
+		Claims:    claimStorage.SandboxClaim.Store,
+		Templates: templateStorage.Store,
+		WarmPools: poolStorage.SandboxWarmPool.Store,
+	})
 	if c.Controllers != nil {
 		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, binder, tracer); err != nil {
+				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, ours, binder, tracer); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours}, nil
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a

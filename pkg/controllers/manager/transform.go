@@ -12,7 +12,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
 )
 
-// trimForCache keeps managedFields out of the controllers' caches: no controller reads them,
+// dropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
 // and they are often the largest part of an object's metadata. Updates sent from a cached object
 // then carry no managedFields, which the API server takes as "unchanged".
 //
@@ -21,9 +21,9 @@ import (
 // the field manager builds the new managedFields from the cached ones. Members are few (the pools'
 // sizes), so what they cost is small.
 //
-// What the cached objects hold alike, Sandboxes' pod specs, is shared with the other Sandboxes in
-// the caches and in the server's watch cache (pkg/registry/objectsharing).
-var trimForCache cache.TransformFunc = func(obj any) (any, error) {
+// It only sets the object's own field: objects of our kinds share everything else with the
+// server's watch cache (pkg/controllers/inprocess).
+var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return obj, nil
@@ -31,6 +31,13 @@ var trimForCache cache.TransformFunc = func(obj any) (any, error) {
 	if _, member := m.GetLabels()[extensionsv1beta1.WarmPoolSandboxLabel]; !member {
 		m.SetManagedFields(nil)
 	}
+	return obj, nil
+}
+
+// trimForCache is dropManagedFields for objects decoded for the controllers alone, the cluster's
+// kinds, whose parts held alike by many objects are then shared (pkg/registry/objectsharing).
+var trimForCache cache.TransformFunc = func(obj any) (any, error) {
+	obj, _ = dropManagedFields(obj)
 	if o, ok := obj.(runtime.Object); ok {
 		objectsharing.Object(o)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/inprocess"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
@@ -42,6 +43,8 @@ type Server struct {
 	ClaimBinder *claimbinding.Binder
 	// Waker is the server's Waker, as the proxy subresources call it.
 	Waker *sandboxwake.Waker
+	// Ours lists and watches our kinds from the server's registries, as the controllers' caches do.
+	Ours *inprocess.Source
 	// DataDir is the embedded etcd's data directory; a new server on it sees the same objects.
 	DataDir string
 
@@ -86,7 +89,7 @@ func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options))
 	done := make(chan error, 1)
 	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
 
-	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder, Waker: srv.Waker}
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder, Waker: srv.Waker, Ours: srv.Ours}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	stopped := false
 	s.stop = func() {
