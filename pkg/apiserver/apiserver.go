@@ -213,8 +213,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	openAPIModels := map[string]map[string]*spec.Schema{}
 	for _, g := range groups {
-		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, Scheme, ParameterCodec, Codecs)
-		info.NegotiatedSerializer = NegotiatedSerializer
+		info := apiGroupInfo(g.group)
 		// Every version serves the same storage: objects are converted through the internal types.
 		for _, gv := range g.versions {
 			info.VersionedResourcesStorageMap[gv.Version] = g.resources
@@ -249,6 +248,13 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		})
 	}
 	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours}, nil
+}
+
+// apiGroupInfo is the library's group info for group. Its serializer encodes a list item by item
+// into the response (the StreamingCollectionEncodingToJSON and ...ToProtobuf features, on by
+// default) instead of into one buffer as large as the response.
+func apiGroupInfo(group string) genericapiserver.APIGroupInfo {
+	return genericapiserver.NewDefaultAPIGroupInfo(group, Scheme, ParameterCodec, Codecs)
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a
