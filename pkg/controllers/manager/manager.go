@@ -53,11 +53,11 @@ func init() {
 // Run runs the enabled controllers until ctx is done: at once without leader election, otherwise
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client, for writes), kubeConfig the cluster's kube-apiserver;
-// ours serves the controllers' caches of our kinds from this server's registries.
+// source serves the controllers' caches of our kinds from this server's registries.
 // binder, when not nil, binds claims to warm members as they are created: it is served by the
 // claim controller while this replica runs it, by a Standby otherwise. tracer records the
 // controllers' spans (the server's, from --tracing-config-file).
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, ours *inprocess.Source, binder Binder, tracer trace.TracerProvider) error {
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, source *inprocess.Source, binder Binder, tracer trace.TracerProvider) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -87,9 +87,9 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	sharedRevisions := binder != nil && binder.OneEtcd()
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, ours, serveBinding, sharedRevisions, tracer)
+		return runControllers(ctx, o, kube, client, source, serveBinding, sharedRevisions, tracer)
 	}
-	standby := &standbyBinding{kube: kube, client: client, ours: ours, serve: serveBinding}
+	standby := &standbyBinding{kube: kube, client: client, source: source, serve: serveBinding}
 	if serveBinding == nil || !o.Enabled(sandboxclaim.Name) {
 		standby = nil
 	}
@@ -117,7 +117,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
 					standby.stop()
-					if err := runControllers(ctx, o, kube, client, ours, serveBinding, sharedRevisions, tracer); err != nil {
+					if err := runControllers(ctx, o, kube, client, source, serveBinding, sharedRevisions, tracer); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
@@ -142,7 +142,7 @@ type Binder interface {
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, local *inprocess.Source, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *inprocess.Source, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -151,7 +151,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
 	// Namespaces are few; the namespace cleanup and the other controllers watch them all.
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache))
-	ours := local.InformerFactory(client, dropManagedFields, nil)
+	ours := source.InformerFactory(client, dropManagedFields, nil)
 
 	recorder, stopEvents := newEventRecorder(ctx, kube)
 	defer stopEvents()
@@ -259,7 +259,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 type standbyBinding struct {
 	kube   kubernetes.Interface
 	client versioned.Interface
-	ours   *inprocess.Source
+	source *inprocess.Source
 	serve  func(claimbinding.Chooser) func()
 
 	mu      sync.Mutex
@@ -276,9 +276,9 @@ func (s *standbyBinding) start(ctx context.Context) {
 		return
 	}
 	// Only warm-pool members can be bound: a member leaves this cache when a claim takes it.
-	members := s.ours.InformerFactory(s.client, nil, func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel })
+	members := s.source.InformerFactory(s.client, nil, func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel })
 	// Templates and pools: few, all cached.
-	templates := s.ours.InformerFactory(s.client, dropManagedFields, nil)
+	templates := s.source.InformerFactory(s.client, dropManagedFields, nil)
 	recorder, stopEvents := newEventRecorder(ctx, s.kube)
 	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
 		Sandboxes: members.Agents().V1beta1().Sandboxes(),
