@@ -76,7 +76,7 @@ func TestInProcessInformers(t *testing.T) {
 			return err == nil && cached.ResourceVersion == served.ResourceVersion, nil
 		})
 		if err != nil {
-			t.Fatalf("Sandbox %s: the cache does not reach the served version %s: %v", name, served.ResourceVersion, err)
+			t.Fatalf("Sandbox %s: the cache does not reach the served version: %v", name, err)
 		}
 		served.ManagedFields = nil
 		served.TypeMeta = cached.TypeMeta
