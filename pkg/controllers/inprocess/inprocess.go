@@ -194,16 +194,30 @@ func (lw *listWatcher) object(ctx context.Context, ev watch.Event) runtime.Objec
 		return ev.Object // this watcher's own already: a bookmark, or copied from the cache's history
 	}
 	if ev.Type != watch.Deleted {
-		if m, err := meta.Accessor(ev.Object); err == nil {
-			store := lw.kind.store
-			if key, err := store.KeyFunc(genericapirequest.WithNamespace(ctx, m.GetNamespace()), m.GetName()); err == nil {
-				stored := store.NewFunc()
-				err := store.Storage.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, stored)
-				if sm, merr := meta.Accessor(stored); err == nil && merr == nil && sm.GetResourceVersion() == m.GetResourceVersion() {
-					return stored
-				}
-			}
+		if stored := lw.storedVersion(ctx, ev.Object); stored != nil {
+			return stored
 		}
 	}
 	return event.GetObject()
+}
+
+// storedVersion returns the watch cache's object of obj's name if it is obj's version, else nil.
+func (lw *listWatcher) storedVersion(ctx context.Context, obj runtime.Object) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	store := lw.kind.store
+	key, err := store.KeyFunc(genericapirequest.WithNamespace(ctx, m.GetNamespace()), m.GetName())
+	if err != nil {
+		return nil
+	}
+	stored := store.NewFunc()
+	if err := store.Storage.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, stored); err != nil {
+		return nil
+	}
+	if sm, err := meta.Accessor(stored); err != nil || sm.GetResourceVersion() != m.GetResourceVersion() {
+		return nil
+	}
+	return stored
 }
