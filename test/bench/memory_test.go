@@ -150,8 +150,8 @@ func BenchmarkMemory(b *testing.B) {
 		name string
 		m    memorySample
 	}{{"before", res.Before}, {"loaded", res.Loaded}, {"after GC", res.AfterGC}} {
-		fmt.Printf("  %-9s RSS %6.0f MiB, heap live %6.0f MiB, in use %6.0f MiB, idle not released %6.0f MiB, %5.0f goroutines\n",
-			s.name, s.m.RSSMiB, s.m.HeapLiveMiB, s.m.HeapInuseMiB, s.m.HeapIdleMiB-s.m.HeapReleasedMiB, s.m.Goroutines)
+		fmt.Printf("  %-9s RSS %6.0f MiB (files %3.0f), heap live %6.0f MiB, in use %6.0f MiB, idle not released %6.0f MiB, %5.0f goroutines\n",
+			s.name, s.m.RSSMiB, s.m.RSSFileMiB, s.m.HeapLiveMiB, s.m.HeapInuseMiB, s.m.HeapIdleMiB-s.m.HeapReleasedMiB, s.m.Goroutines)
 	}
 	limit := "none"
 	if res.Loaded.LimitMiB > 0 {

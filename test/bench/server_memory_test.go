@@ -28,17 +28,19 @@ func (c *cluster) ourServer() *ourServer {
 	return &ourServer{plane: c.plane, get: c.ourGet}
 }
 
-// rssMiB is the server process's resident set, from the PID file hack/local-up.sh keeps.
-func (s *ourServer) rssMiB() (float64, error) {
+// rssMiB is the server process's resident set, and the part of it that is mapped files (the
+// binary's code and tables), from the PID file hack/local-up.sh keeps.
+func (s *ourServer) rssMiB() (rss, file float64, err error) {
 	pid, err := planePID(s.plane, "sandbox-apiserver")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	kib := procField("/proc/"+pid+"/status", "VmRSS")
+	status := "/proc/" + pid + "/status"
+	kib := procField(status, "VmRSS")
 	if kib == 0 {
-		return 0, fmt.Errorf("no VmRSS for sandbox-apiserver (PID %s)", pid)
+		return 0, 0, fmt.Errorf("no VmRSS for sandbox-apiserver (PID %s)", pid)
 	}
-	return float64(kib) / 1024, nil
+	return float64(kib) / 1024, float64(procField(status, "RssFile")) / 1024, nil
 }
 
 // goMemory is the Go runtime's view of the server's memory, in MiB.
@@ -125,11 +127,14 @@ func (s *ourServer) heapTop(ctx context.Context, out string, lines int) error {
 type memorySample struct {
 	AtS    float64 `json:"atSeconds"`
 	RSSMiB float64 `json:"rssMiB"`
+	// RSSFileMiB is the part of RSSMiB that is file-backed: the pages of the binary the process
+	// has touched, which the kernel may drop and read back, not memory the server allocated.
+	RSSFileMiB float64 `json:"rssFileMiB"`
 	goMemory
 }
 
 func (s *ourServer) sample(ctx context.Context, start time.Time) (memorySample, error) {
-	rss, err := s.rssMiB()
+	rss, file, err := s.rssMiB()
 	if err != nil {
 		return memorySample{}, err
 	}
@@ -137,5 +142,5 @@ func (s *ourServer) sample(ctx context.Context, start time.Time) (memorySample, 
 	if err != nil {
 		return memorySample{}, err
 	}
-	return memorySample{AtS: time.Since(start).Round(100 * time.Millisecond).Seconds(), RSSMiB: rss, goMemory: gm}, nil
+	return memorySample{AtS: time.Since(start).Round(100 * time.Millisecond).Seconds(), RSSMiB: rss, RSSFileMiB: file, goMemory: gm}, nil
 }
