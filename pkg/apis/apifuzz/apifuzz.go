@@ -310,12 +310,13 @@ func (g *Group) checkStorable(t *testing.T, internal runtime.Object, fromProtobu
 	t.Helper()
 	kind := reflect.TypeOf(internal).Elem().Name()
 	storage := g.storage.WithKind(kind)
+	stored := g.convert(t, internal, storage)
 	for _, s := range []struct {
 		name       string
 		serializer runtime.Serializer
 		mustEqual  bool
 	}{{"protobuf", g.protobuf.Serializer, true}, {"JSON", g.json.Serializer, !fromProtobuf}} {
-		encoded, err := runtime.Encode(g.codecs.EncoderForVersion(s.serializer, storage.GroupVersion()), g.convert(t, internal, storage))
+		encoded, err := runtime.Encode(g.codecs.EncoderForVersion(s.serializer, storage.GroupVersion()), stored)
 		if err != nil {
 			t.Fatalf("a valid %s does not encode as %s: %v\nobject: %s", kind, s.name, err, dump.Pretty(internal))
 		}
