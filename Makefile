@@ -63,6 +63,7 @@ vet:
 	$(GO) vet ./...
 
 verify: vet tools
+	hack/verify-tracked-files.sh
 	hack/verify-codegen.sh
 	hack/verify-deploy.sh
 

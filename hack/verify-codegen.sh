@@ -3,6 +3,8 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/common.sh
+source "${ROOT}/hack/lib/common.sh"
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "${SCRATCH}"' EXIT
 
@@ -11,7 +13,8 @@ tar -C "${ROOT}" --exclude=./.git --exclude=./_output -cf - . | tar -C "${SCRATC
 mkdir -p "${ROOT}/_output/codegen" "${SCRATCH}/_output"
 ln -s "${ROOT}/_output/codegen" "${SCRATCH}/_output/codegen"
 
-(cd "${SCRATCH}" && hack/update-codegen.sh >/dev/null)
+(cd "${SCRATCH}" && hack/update-codegen.sh >/dev/null) \
+  || die "hack/update-codegen.sh failed in a scratch copy of the tree (its errors are above); run it in the checkout to see it whole"
 
 if ! diff -ruN "${ROOT}/pkg" "${SCRATCH}/pkg" >"${SCRATCH}/codegen.diff" \
   || ! diff -u "${ROOT}/hack/api-rules-violations.list" "${SCRATCH}/hack/api-rules-violations.list" >>"${SCRATCH}/codegen.diff"; then

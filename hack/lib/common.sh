@@ -1,5 +1,13 @@
 # shellcheck shell=bash
-# Shared helpers for the hack/ scripts. Source it; it defines functions only.
+# Shared helpers for the hack/ scripts. Source it; it defines functions and the trap below.
+
+# Under errexit a failing command ends the script, inside $(...) too, often with nothing said: name
+# the command and its place instead (errtrace carries the trap into functions and subshells).
+set -o errtrace
+trap 'report_failure $? "${BASH_SOURCE[0]:-?}" "${LINENO}" "${BASH_COMMAND}"' ERR
+report_failure() {
+  printf '[%s] ERROR: %s:%s: `%s` exited %s\n' "$(date +%H:%M:%S)" "$2" "$3" "$4" "$1" >&2
+}
 
 log() {
   printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2

@@ -18,19 +18,50 @@ protoc_version_ok() {
   [[ "$("$1" --version 2>/dev/null)" == "libprotoc ${PROTOC_VERSION}" ]]
 }
 
+# madison_revisions: the version column of `apt-cache madison` output on stdin, one a line. madison
+# pads its columns to align them (`protobuf-compiler |  3.21.12-3 | ...` with a short revision,
+# one space with a long one), so the padding is trimmed whatever its width.
+madison_revisions() {
+  awk -F'|' 'NF >= 3 { gsub(/^[ \t]+|[ \t]+$/, "", $2); print $2 }'
+}
+
+# newest_revision_of VERSION: the newest Debian revision of upstream VERSION among the revisions on
+# stdin (VERSION-N or VERSION-N+debXuY; none with an epoch), or nothing. Never fails, so a caller's
+# $(...) under errexit ends only where it checks the result.
+newest_revision_of() {
+  awk -v prefix="$1-" 'index($0, prefix) == 1 && index($0, ":") == 0' | sort -V | tail -n 1
+}
+
 # protoc_debian_revision PKG: the newest Debian revision of PKG at the pinned upstream version
-# (PROTOC_VERSION-N or PROTOC_VERSION-N+debXuY) that the package lists carry, or nothing. A
-# machine whose lists were never fetched runs apt-get update once, when it may (root).
+# that the package lists carry, or nothing. A machine whose lists were never fetched runs apt-get
+# update once, when it may (root).
 protoc_debian_revision() {
   local pkg="$1" revisions
-  revisions="$(apt-cache madison "${pkg}" 2>/dev/null | awk -F' [|] ' '{print $2}')"
+  revisions="$(apt-cache madison "${pkg}" 2>/dev/null | madison_revisions || true)"
   if [[ -z "${revisions}" && "$(id -u)" == 0 ]]; then
     log "protoc: no package lists for ${pkg}; running apt-get update once"
-    apt-get update >/dev/null 2>&1 || true
-    revisions="$(apt-cache madison "${pkg}" 2>/dev/null | awk -F' [|] ' '{print $2}')"
+    apt-get update >/dev/null 2>&1 || log "protoc: apt-get update failed; trying the lists as they are"
+    revisions="$(apt-cache madison "${pkg}" 2>/dev/null | madison_revisions || true)"
   fi
-  # madison lists the newest first; sort again in case several sources disagree.
-  grep -E "^${PROTOC_VERSION//./\\.}-[^:]+$" <<<"${revisions}" | sort -V | tail -n 1
+  newest_revision_of "${PROTOC_VERSION}" <<<"${revisions}"
+}
+
+# download_protoc_debs DIR: downloads PROTOC_DEBS at the pinned version into DIR; false, with the
+# reason logged, when the lists name no such revision or apt-get cannot fetch it.
+download_protoc_debs() {
+  local dir="$1" pkg revision specs=()
+  for pkg in "${PROTOC_DEBS[@]}"; do
+    revision="$(protoc_debian_revision "${pkg}")"
+    if [[ -z "${revision}" ]]; then
+      log "protoc: the package lists carry no ${pkg} ${PROTOC_VERSION}"
+      return 1
+    fi
+    specs+=("${pkg}=${revision}")
+  done
+  # apt-get download writes into the current directory.
+  (cd "${dir}" && apt-get download "${specs[@]}" >/dev/null) && return 0
+  log "protoc: apt-get download ${specs[*]} failed"
+  return 1
 }
 
 # ensure_protoc DIR: makes sure a protoc at the pinned version is first on PATH, installing it
@@ -44,20 +75,17 @@ ensure_protoc() {
   arch="$(dpkg --print-architecture 2>/dev/null)" || die "protoc ${PROTOC_VERSION} is not on PATH and dpkg is missing to fetch it"
   dir="${cache_root}/protoc-${PROTOC_VERSION}-${arch}"
   if ! protoc_version_ok "${dir}/bin/protoc"; then
-    local tmp pkg deb revision specs=()
-    for pkg in "${PROTOC_DEBS[@]}"; do
-      revision="$(protoc_debian_revision "${pkg}")"
-      [[ -n "${revision}" ]] || die "no Debian revision of ${pkg} ${PROTOC_VERSION} in the package lists (apt-get update, or install protoc ${PROTOC_VERSION} on PATH)"
-      specs+=("${pkg}=${revision}")
-    done
-    log "protoc: fetching Debian ${specs[*]} into ${dir}"
+    local tmp pkg deb
+    log "protoc: fetching Debian's ${PROTOC_DEBS[*]} ${PROTOC_VERSION} into ${dir}"
     mkdir -p "${cache_root}"
     tmp="$(mktemp -d "${cache_root}/.protoc.XXXXXX")"
     # apt-get downloads as its _apt user when it can write here, else warns.
     chmod 755 "${tmp}"
-    # apt-get download writes into the current directory.
-    (cd "${tmp}" && apt-get download "${specs[@]}" >/dev/null) \
-      || { rm -rf "${tmp}"; die "apt-get download of ${specs[*]} failed (apt-get update, or install protoc ${PROTOC_VERSION} on PATH)"; }
+    # Lists older than the archive may name a revision it no longer serves: fetch them anew once.
+    if ! download_protoc_debs "${tmp}"; then
+      [[ "$(id -u)" == 0 ]] && apt-get update >/dev/null 2>&1 && download_protoc_debs "${tmp}" \
+        || { rm -rf "${tmp}"; die "apt-get download of Debian's ${PROTOC_DEBS[*]} ${PROTOC_VERSION} failed (run apt-get update, or put protoc ${PROTOC_VERSION} on PATH)"; }
+    fi
     mkdir -p "${tmp}/root"
     for pkg in "${PROTOC_DEBS[@]}"; do
       deb="$(ls "${tmp}/${pkg}_"*.deb)"
