@@ -149,6 +149,7 @@ func ownership(t *testing.T, kube kubernetes.Interface, client versioned.Interfa
 // the fourth gets the member started in their place (or a cold sandbox if none was yet), and the
 // pool refills.
 func TestWarmPoolClaims(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kube, client := adminClients(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+"---\n"+fmt.Sprintf(warmPool, "pool", 3, "agent", "OnReplenish"))
@@ -200,6 +201,7 @@ func TestWarmPoolClaims(t *testing.T) {
 // TestWarmClaimReadyOnCreate: a claim that a Ready warm member can serve is Ready in the output of
 // kubectl create itself, bound to that member, whose pod keeps running.
 func TestWarmClaimReadyOnCreate(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+"---\n"+fmt.Sprintf(warmPool, "pool", 1, "agent", "OnReplenish"))
 	waitPoolReady(t, ns, "pool", 1)
@@ -227,6 +229,7 @@ func TestWarmClaimReadyOnCreate(t *testing.T) {
 // TestWarmPoolRace: 50 claims at once for 20 warm members give exactly 20 warm adoptions and 30
 // cold sandboxes, each sandbox with one owner.
 func TestWarmPoolRace(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kube, client := adminClients(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+"---\n"+fmt.Sprintf(agentTemplate, "other", "Disallowed", "v1")+
@@ -248,6 +251,7 @@ func TestWarmPoolRace(t *testing.T) {
 // TestNetworkPolicy: a managed template gets exactly the secure default policy, the template's own
 // rules replace it, and Unmanaged removes it.
 func TestNetworkPolicy(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1"))
 	policy := "agent-network-policy"
@@ -285,6 +289,7 @@ func TestNetworkPolicy(t *testing.T) {
 // TestClaimEnv: env with a warm pool policy is refused with a clear condition; with warmpool none
 // and an Allowed template the pod gets the variable.
 func TestClaimEnv(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Allowed", "v1")+`---
 apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -314,6 +319,7 @@ spec:
 // TestClaimShutdownPolicies: Retain keeps an expired claim as ClaimExpired without its sandbox;
 // DeleteForeground keeps the claim, being deleted, until its sandbox and pod are gone.
 func TestClaimShutdownPolicies(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	// Far ahead at first: the claims are Ready and the pod held before they expire, however long
 	// that takes on a loaded machine; then shutdownTime is moved to now.
@@ -376,6 +382,7 @@ spec:
 // TestWarmPoolUpdateStrategies: after a template change Recreate replaces the pool's members and
 // OnReplenish keeps them.
 func TestWarmPoolUpdateStrategies(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "tmpl-recreate", "Disallowed", "v1")+"---\n"+fmt.Sprintf(agentTemplate, "tmpl-replenish", "Disallowed", "v1")+"---\n"+
 		fmt.Sprintf(warmPool, "recreate", 2, "tmpl-recreate", "Recreate")+"---\n"+fmt.Sprintf(warmPool, "replenish", 2, "tmpl-replenish", "OnReplenish"))

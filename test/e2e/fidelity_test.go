@@ -32,6 +32,7 @@ spec:
 // TestClaimSandboxNameLabelAndTrace: a bound claim, warm or cold, is found by the label naming
 // its sandbox, and its sandbox carries the trace context the claim recorded.
 func TestClaimSandboxNameLabelAndTrace(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "agent", "Disallowed", "v1")+"---\n"+fmt.Sprintf(warmPool, "pool", 1, "agent", "OnReplenish"))
 	waitPoolReady(t, ns, "pool", 1)
@@ -72,6 +73,7 @@ spec:
 // instead of a cold sandbox (bound at create, or by the controller when the create's caches had
 // not seen the member yet), and becomes Ready when its pod does.
 func TestClaimTakesStartingMember(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fmt.Sprintf(startingTemplate, ns)+"---\n"+fmt.Sprintf(warmPool, "pool", 1, "agent", "OnReplenish"))
 	var member string

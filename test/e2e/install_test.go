@@ -279,6 +279,7 @@ spec:
 // `kubectl apply --dry-run=server`; nothing is stored. cert-manager's and the Prometheus
 // operator's kinds are taken by stand-in CRDs applied for the test.
 func TestChartModesDryRun(t *testing.T) {
+	t.Parallel()
 	applyStandInCRDs(t)
 	caBundle := base64.StdEncoding.EncodeToString(readFile(t, filepath.Join(certsDir, "ca.crt")))
 	for _, etcd := range etcdModes {

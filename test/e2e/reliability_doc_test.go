@@ -27,6 +27,7 @@ var (
 // row whose Result says "pending" may name a test another change has yet to add. The test reads
 // files only; it needs no cluster.
 func TestReliabilityDocListsTests(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "RELIABILITY.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // suspended and resumed with kubectl scale keeping its volume, a headless Service, then deleted
 // with everything it made.
 func TestSandboxLifecycle(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	// A PersistentVolume for the sandbox's claim to bind to: the local cluster has no provisioner.
 	pv := "e2e-" + randSuffix(8)
@@ -109,6 +110,7 @@ spec:
 // in the create's own answer, and the controller, with nothing to make, writes nothing: the
 // Sandbox keeps the resourceVersion and managedFields of its create. Scaled up, it runs as any.
 func TestSandboxCreatedSuspended(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const manifest = `apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
@@ -155,6 +157,7 @@ spec:
 // TestSandboxExpiry: a 5-second shutdownTime deletes a Sandbox under Delete, with its children,
 // and keeps it as Ready=False SandboxExpired under Retain.
 func TestSandboxExpiry(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	at := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: agents.x-k8s.io/v1beta1

@@ -29,6 +29,7 @@ func sandboxAPIServerURL() string {
 // TestServerRefusesWithoutCredentials: sandbox-apiserver serves TLS only, and a request without
 // valid credentials, straight to it or through kube-apiserver, reads nothing.
 func TestServerRefusesWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	applyYAML(t, ns, fourKinds)
 	addr := sandboxAPIServerURL()
@@ -84,6 +85,7 @@ func kubeAPIServerPort() string {
 // or scale a sandbox; restricted label domains cannot reach pods through a claim; a claim never
 // uses a template or a warm pool of another namespace.
 func TestTenantLimits(t *testing.T) {
+	t.Parallel()
 	ns, other := newNamespace(t), newNamespace(t)
 	user := "tenant-" + randSuffix(5)
 	kc := newUser(t, user)

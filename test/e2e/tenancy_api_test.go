@@ -32,6 +32,7 @@ spec:
 // a claim-only tenant cannot make a Sandbox that looks like a pool member; the next claim gets a
 // member the pool controller made.
 func TestWarmPoolPoisoning(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	editor, tenant := "editor-"+randSuffix(5), "tenant-"+randSuffix(5)
 	editorKC, tenantKC := newUser(t, editor), newUser(t, tenant)
@@ -93,6 +94,7 @@ func TestWarmPoolPoisoning(t *testing.T) {
 // labels the template's NetworkPolicy admits peers by, mesh or runtime keys, nor put env into a
 // sidecar, an init container or a loader variable; the ordinary claim still works.
 func TestClaimCannotOpenWhatTheTemplateKeepsClosed(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	tenant := "tenant-" + randSuffix(5)
 	kc := newUser(t, tenant)
@@ -143,6 +145,7 @@ spec:
 // TestTemplateUseIsAuthorized: creating a claim needs the use verb on its template; a tenant
 // without it gets a 403 naming the template, one with it (on that template only) its sandbox.
 func TestTemplateUseIsAuthorized(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	user := "claimer-" + randSuffix(5)
 	kc := newUser(t, user)
@@ -190,6 +193,7 @@ func TestTemplateUseIsAuthorized(t *testing.T) {
 // built-in kinds: kube-controller-manager computes the usage, this server refuses the create
 // beyond it, and kubectl describe quota shows it.
 func TestResourceQuotaCountsSandboxObjects(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	tenant := "tenant-" + randSuffix(5)
 	kc := newUser(t, tenant)
