@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -109,10 +111,19 @@ func (s guardedStorage) guard(ctx context.Context, call func(context.Context) er
 	defer cancel(nil)
 	defer context.AfterFunc(reachable, func() { cancel(errEtcdLost) })()
 	err := call(ctx)
-	if err != nil && errors.Is(context.Cause(ctx), errEtcdLost) {
+	if err != nil && (errors.Is(context.Cause(ctx), errEtcdLost) || etcdMemberLost(err)) {
 		return etcdUnreachableError()
 	}
 	return err
+}
+
+// etcdMemberLost: the call failed because the etcd member it went to was lost under it (its
+// connection reset, or the leader changed), while the cluster may well serve the next try. The
+// etcd client does not retry a write then, since it may have been applied; client-go retries a
+// 503 with a Retry-After, and every write of ours is safe to repeat: a create then finds the
+// object (409), an update its resourceVersion moved (409), a patch applies again to the same end.
+func etcdMemberLost(err error) bool {
+	return grpcstatus.Code(err) == codes.Unavailable
 }
 
 func (s guardedStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {

@@ -7,11 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,5 +144,41 @@ func TestEtcdGuardEndsWaitingCalls(t *testing.T) {
 		if delay, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsServiceUnavailable(err) || !ok || delay != 1 {
 			t.Errorf("got %v, want a 503 with a Retry-After of 1s", err)
 		}
+	}
+}
+
+// failingStorage fails every Get with err.
+type failingStorage struct {
+	storage.Interface
+	err error
+}
+
+func (s failingStorage) Get(context.Context, string, storage.GetOptions, runtime.Object) error {
+	return s.err
+}
+
+func TestEtcdGuardRetriesALostMember(t *testing.T) {
+	probe := NewEtcdProbe(time.Second, time.Second, 0)
+	lost := grpcstatus.Error(codes.Unavailable, "error reading from server: read tcp: connection reset by peer")
+	tests := []struct {
+		name      string
+		err       error
+		wantRetry bool
+	}{
+		{"the member's connection reset", lost, true},
+		{"the same, wrapped", fmt.Errorf("txn: %w", lost), true},
+		{"a deadline", grpcstatus.Error(codes.DeadlineExceeded, "context deadline exceeded"), false},
+		{"not found", storage.NewKeyNotFoundError("/sandboxes/a", 0), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := guardedStorage{Interface: failingStorage{err: tt.err}, probe: probe}
+			err := s.Get(context.Background(), "/sandboxes/a", storage.GetOptions{}, nil)
+			delay, ok := apierrors.SuggestsClientDelay(err)
+			retry := apierrors.IsServiceUnavailable(err) && ok && delay == 1
+			if retry != tt.wantRetry {
+				t.Errorf("got %v, want a 503 with a Retry-After of 1s: %v", err, tt.wantRetry)
+			}
+		})
 	}
 }
