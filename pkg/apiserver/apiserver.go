@@ -140,9 +140,10 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil, err
 	}
 	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
-		MaxConnectionsPerSandbox: c.Wake.MaxConnectionsPerSandbox}
+		Connections: &sandboxproxy.ConnectionLimit{What: "requests and connections", PerSandbox: c.Wake.MaxConnectionsPerSandbox, PerServer: c.Wake.MaxConnections}}
 	streams, err := sandboxstream.New(sandboxstream.Config{
-		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker,
+		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
+		Streams:    &sandboxproxy.ConnectionLimit{What: "streams", PerSandbox: c.Wake.MaxStreamsPerSandbox, PerServer: c.Wake.MaxStreams},
 		Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
 	})
 	if err != nil {

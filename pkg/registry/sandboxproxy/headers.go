@@ -112,6 +112,20 @@ func RewriteHeaders(h http.Header, u user.Info) {
 		h.Set(UIDHeader, uid)
 	}
 	for _, g := range u.GetGroups() {
-		h.Add(GroupHeader, g)
+		// Kubernetes' own groups (system:masters, system:nodes, system:authenticated ...) say
+		// what the caller may do to the cluster; sandbox code that trusted them would hand a
+		// cluster administrator's or a node's standing to whoever reaches it. Only the
+		// organisation's groups pass.
+		if !strings.HasPrefix(g, "system:") {
+			h.Add(GroupHeader, g)
+		}
 	}
+}
+
+// SecureResponseHeaders are set on every response the proxy passes back: the sandbox's pages are
+// served under the API server's origin, so they are sandboxed (no scripts with that origin's
+// rights, no same-origin access to the API) and never sniffed into another type.
+func SecureResponseHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("X-Content-Type-Options", "nosniff")
 }

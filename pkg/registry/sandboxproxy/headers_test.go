@@ -46,7 +46,7 @@ func TestRewriteHeaders(t *testing.T) {
 			},
 			user: alice,
 			want: http.Header{
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 		{
@@ -76,7 +76,7 @@ func TestRewriteHeaders(t *testing.T) {
 			in:   http.Header{"Connection": {"X-Sandbox-User, x-sandbox-group,X-Sandbox-Uid"}},
 			user: alice,
 			want: http.Header{
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 		{
@@ -85,7 +85,7 @@ func TestRewriteHeaders(t *testing.T) {
 			user: alice,
 			want: http.Header{
 				"Connection": {"Upgrade"}, "Upgrade": {"websocket"},
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 	}
