@@ -19,7 +19,7 @@ import (
 
 func newProxyCommand(o *options) *cobra.Command {
 	var (
-		port      string
+		port        string
 		localPort   int
 		printURL    bool
 		acceptHosts string
