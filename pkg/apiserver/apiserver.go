@@ -60,6 +60,8 @@ type ProxyConfig struct {
 	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
 	// the node's.
 	AllowHostNetworkPods bool
+	// IdentitySystemGroups are the system: groups the proxy passes in X-Sandbox-Group.
+	IdentitySystemGroups []string
 }
 
 // CompletedConfig is a Config with every default filled in.
@@ -139,7 +141,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups,
 		Connections: &sandboxproxy.ConnectionLimit{What: "requests and connections", PerSandbox: c.Wake.MaxConnectionsPerSandbox, PerServer: c.Wake.MaxConnections}}
 	streams, err := sandboxstream.New(sandboxstream.Config{
 		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,

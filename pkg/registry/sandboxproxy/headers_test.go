@@ -6,6 +6,7 @@ package sandboxproxy
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,5 +146,21 @@ func TestOrdinaryHeadersPass(t *testing.T) {
 	RewriteHeaders(h, nil)
 	if !reflect.DeepEqual(h, in) {
 		t.Errorf("headers = %v; want %v", h, in)
+	}
+}
+
+// TestSystemGroupsPassOnlyWhenListed: system:masters never reaches sandbox code; a listed system:
+// group does.
+func TestSystemGroupsPassOnlyWhenListed(t *testing.T) {
+	u := &user.DefaultInfo{Name: "root", Groups: []string{"admins", "system:masters", "system:authenticated"}}
+	h := http.Header{}
+	RewriteHeaders(h, u)
+	if got := h.Values(GroupHeader); !slices.Equal(got, []string{"admins"}) {
+		t.Errorf("groups passed by default %v; want [admins]", got)
+	}
+	h = http.Header{}
+	RewriteHeaders(h, u, "system:authenticated")
+	if got := h.Values(GroupHeader); !slices.Equal(got, []string{"admins", "system:authenticated"}) {
+		t.Errorf("groups passed with system:authenticated listed %v", got)
 	}
 }

@@ -35,6 +35,9 @@ type Proxy struct {
 	Waker Waker
 	// AllowHostNetworkPods lets the proxy reach pods in the host network, at the node's address.
 	AllowHostNetworkPods bool
+	// IdentitySystemGroups are the system: groups passed to the sandbox in X-Sandbox-Group;
+	// others of that prefix never are.
+	IdentitySystemGroups []string
 	// Connections bounds the requests and upgraded connections proxied at once, per sandbox
 	// and per server replica.
 	Connections *ConnectionLimit
@@ -86,7 +89,7 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 		if p.Waker != nil {
 			defer p.Waker.Begin(sb)()
 		}
-		RewriteHeaders(req.Header, u)
+		RewriteHeaders(req.Header, u, p.IdentitySystemGroups...)
 		SecureResponseHeaders(w.Header())
 		handler.ServeHTTP(w, req)
 	}), nil
