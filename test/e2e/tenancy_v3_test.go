@@ -154,9 +154,10 @@ func TestStreamsAreBounded(t *testing.T) {
 	})
 }
 
-// TestMCPSessionIsTheServersMemory (attack 21): a claim-only tenant labels its own claim with an
-// agent's MCP session; the agent's this_session_only listing still holds only what the agent's
-// session created.
+// TestMCPSessionIsTheServersMemory (attacks 23 and 24): a claim-only tenant labels its own claim
+// with an agent's MCP session; the agent's this_session_only listing still holds only what the
+// agent's session created. list_files of "-delete" deletes nothing. The calls use the peer's
+// argument names where it has them.
 func TestMCPSessionIsTheServersMemory(t *testing.T) {
 	t.Parallel()
 	bin := sandboxMCPBinary(t)
@@ -206,10 +207,35 @@ spec:
 	if isError, msg := callTool(t, session, "list_templates", map[string]any{"namespace": "kube-system"}, nil); !isError || !strings.Contains(msg, "forbidden") {
 		t.Errorf("list_templates where the tenant may not list: error %v, %q; want an error saying forbidden", isError, msg)
 	}
+
+	// Attack 23: a path of "-delete" is a path, not find's -delete, through the read-only
+	// list_files: a file in the working directory survives it. A directory of that name lists.
+	canary := "v3-canary-" + randSuffix(6) + ".txt"
+	dir := "v3-dir-" + randSuffix(6)
+	callToolOK(t, session, "upload_file", map[string]any{"sandbox_claim_name": created.SandboxID, "path": canary, "content": "still here"}, nil)
+	callToolOK(t, session, "upload_file", map[string]any{"sandbox_id": created.SandboxID, "path": dir + "/-delete/inside.txt", "content": "x"}, nil)
+	callTool(t, session, "list_files", map[string]any{"sandbox_id": created.SandboxID, "path": "-delete"}, nil)
+	var exists struct {
+		Exists bool `json:"exists"`
+	}
+	callToolOK(t, session, "file_exists", map[string]any{"sandbox_id": created.SandboxID, "path": canary}, &exists)
+	if !exists.Exists {
+		t.Errorf("%s is gone after list_files of -delete", canary)
+	}
+	var listing struct {
+		Entries []struct {
+			Name string `json:"name"`
+		} `json:"entries"`
+	}
+	callToolOK(t, session, "list_files", map[string]any{"sandbox_id": created.SandboxID, "path": dir + "/-delete", "max_entries": 5}, &listing)
+	if len(listing.Entries) != 1 || listing.Entries[0].Name != "inside.txt" {
+		t.Errorf("list_files of %s/-delete: %+v; want inside.txt", dir, listing.Entries)
+	}
+	callToolOK(t, session, "execute_command", map[string]any{"sandbox_id": created.SandboxID, "command": "rm -rf " + canary + " " + dir, "timeout": 30}, nil)
 	callToolOK(t, session, "delete_sandbox", map[string]any{"sandbox_claim_name": created.SandboxID}, nil)
 }
 
-// TestPluginProxyServesOnlyLoopbackHosts (attack 22): a web page whose name rebinds to 127.0.0.1
+// TestPluginProxyServesOnlyLoopbackHosts (attack 21): a web page whose name rebinds to 127.0.0.1
 // sends its requests to kubectl sandbox proxy with its own Host name; they are refused with 403
 // before reaching the sandbox, while the user's own requests (127.0.0.1, localhost) pass.
 func TestPluginProxyServesOnlyLoopbackHosts(t *testing.T) {
