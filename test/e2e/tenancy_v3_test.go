@@ -270,3 +270,45 @@ spec:
 		}
 	}
 }
+
+// TestMCPHTTPRefusesWhatABrowserOrTheNetworkSends (attack 25): the real binary over HTTP answers
+// a missing token with 401 and WWW-Authenticate: Bearer, a page of another origin with 403 even
+// with a valid token, and will not serve plain HTTP off the loopback interface.
+func TestMCPHTTPRefusesWhatABrowserOrTheNetworkSends(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kubectl(t, "create", "serviceaccount", "agent", "-n", ns)
+	token := strings.TrimSpace(kubectl(t, "create", "token", "agent", "-n", ns, "--duration=1h"))
+	url := startMCPHTTP(t)
+	send := func(token, origin string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := send("", ""); resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("no token: %d, WWW-Authenticate %q; want 401 with Bearer", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp := send(token, "https://attacker.example"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a valid token from another origin: %d, want 403", resp.StatusCode)
+	}
+	if resp := send(token, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("the honest client's initialize: %d, want 200", resp.StatusCode)
+	}
+	out, err := exec.Command(sandboxMCPBinary(t), "--kubeconfig", adminKubeconfig, "--http-address", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+		t.Errorf("plain HTTP on 0.0.0.0: %v, %s; want a refusal to start", err, out)
+	}
+}
