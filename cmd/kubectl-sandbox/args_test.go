@@ -4,6 +4,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 )
@@ -91,5 +93,32 @@ func TestParsePairs(t *testing.T) {
 		if _, err := parsePairs("--label", []string{bad}); err == nil {
 			t.Errorf("parsePairs(%q): no error", bad)
 		}
+	}
+}
+
+// TestHostFilter: by default only loopback names are served, as kubectl proxy does; a rebound
+// name is refused with a 403 before anything reaches the sandbox.
+func TestHostFilter(t *testing.T) {
+	accept, err := hostFilter(defaultAcceptHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := 0
+	h := accept(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached++ }))
+	for host, want := range map[string]int{
+		"127.0.0.1:8001": http.StatusOK, "localhost:8001": http.StatusOK, "[::1]:8001": http.StatusOK, "localhost": http.StatusOK,
+		"evil.example:8001": http.StatusForbidden, "127.0.0.1.evil.example:8001": http.StatusForbidden, "localhost.evil": http.StatusForbidden, "": http.StatusForbidden,
+	} {
+		before := reached
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want || (want == http.StatusOK) != (reached > before) {
+			t.Errorf("Host %q: %d, reached %v; want %d", host, rec.Code, reached > before, want)
+		}
+	}
+	if _, err := hostFilter("("); err == nil {
+		t.Error("an invalid expression was accepted")
 	}
 }

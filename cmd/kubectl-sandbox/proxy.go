@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +19,10 @@ import (
 
 func newProxyCommand(o *options) *cobra.Command {
 	var (
-		port      string
-		localPort int
-		printURL  bool
+		port        string
+		localPort   int
+		printURL    bool
+		acceptHosts string
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy NAME [--port PORT] [--local-port N | --url]",
@@ -43,6 +46,10 @@ subresource's URL instead (for kubectl get --raw or a client with your kubeconfi
 				fmt.Fprintln(o.Out, sb.ProxyURL(port, "").RequestURI())
 				return nil
 			}
+			accept, err := hostFilter(acceptHosts)
+			if err != nil {
+				return err
+			}
 			httpClient, err := sb.HTTPClient(port)
 			if err != nil {
 				return err
@@ -52,11 +59,11 @@ subresource's URL instead (for kubectl get --raw or a client with your kubeconfi
 				return err
 			}
 			server := &http.Server{
-				Handler: &httputil.ReverseProxy{
+				Handler: accept(&httputil.ReverseProxy{
 					// The transport sends every request to the sandbox, whatever its URL says.
 					Rewrite:   func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "sandbox" },
 					Transport: httpClient.Transport,
-				},
+				}),
 				ReadHeaderTimeout: 30 * time.Second,
 			}
 			fmt.Fprintf(o.Out, "Starting to serve %s on %s\n", resourceName(sb), listener.Addr())
@@ -75,5 +82,46 @@ subresource's URL instead (for kubectl get --raw or a client with your kubeconfi
 	cmd.Flags().StringVar(&port, "port", "", "the sandbox's port, a number or a name its pod declares (default: the first declared)")
 	cmd.Flags().IntVar(&localPort, "local-port", 8001, "the local port to serve on (0: any free port)")
 	cmd.Flags().BoolVar(&printURL, "url", false, "print the proxy subresource's path and exit")
+	cmd.Flags().StringVar(&acceptHosts, "accept-hosts", defaultAcceptHosts,
+		"comma-separated regular expressions of the Host names served, as for kubectl proxy; others get a 403 (a web page whose name rebinds to 127.0.0.1 is not served)")
 	return cmd
+}
+
+// defaultAcceptHosts are kubectl proxy's: loopback names only.
+const defaultAcceptHosts = `^localhost$,^127\.0\.0\.1$,^\[::1\]$`
+
+// hostFilter returns what serves only requests whose Host name (without port) matches one of the
+// comma-separated expressions: the local port carries the user's credentials, and a page a
+// browser loaded from a name that resolves to 127.0.0.1 would otherwise drive the sandbox
+// with them (DNS rebinding).
+func hostFilter(expressions string) (func(http.Handler) http.Handler, error) {
+	var accepted []*regexp.Regexp
+	for _, e := range strings.Split(expressions, ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return nil, fmt.Errorf("--accept-hosts: %w", err)
+		}
+		accepted = append(accepted, re)
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+				if strings.Contains(h, ":") {
+					host = "[" + h + "]"
+				}
+			}
+			for _, re := range accepted {
+				if re.MatchString(host) {
+					next.ServeHTTP(w, r)
+					return
+				}
+			}
+			http.Error(w, fmt.Sprintf("Host %q is not accepted by kubectl sandbox proxy (--accept-hosts)", r.Host), http.StatusForbidden)
+		})
+	}, nil
 }

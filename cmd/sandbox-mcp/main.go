@@ -34,8 +34,9 @@ func main() {
 
 func run() error {
 	opts := mcpserver.DefaultOptions()
-	httpOpts := mcpserver.HTTPOptions{}
+	httpOpts := mcpserver.DefaultHTTPOptions()
 	var kubeconfig, kubeContext, namespace, httpAddress, certFile, keyFile string
+	var insecureHTTP bool
 	flags := pflag.NewFlagSet("sandbox-mcp", pflag.ContinueOnError)
 	flags.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig to use (default: KUBECONFIG, then ~/.kube/config); over HTTP only its cluster address and CA are used")
 	flags.StringVar(&kubeContext, "context", "", "the kubeconfig context to use")
@@ -50,8 +51,11 @@ func run() error {
 	flags.IntVar(&opts.MaxListEntries, "max-list-entries", opts.MaxListEntries, "entries returned by a listing")
 	flags.DurationVar(&opts.DefaultTimeout, "default-timeout", opts.DefaultTimeout, "the timeout of a command, a wait or an HTTP request when a call gives none")
 	flags.DurationVar(&opts.MaxTimeout, "max-timeout", opts.MaxTimeout, "the longest timeout a call may give")
-	flags.DurationVar(&httpOpts.SessionTimeout, "session-idle-timeout", 30*time.Minute, "over HTTP, close a session idle this long")
-	flags.DurationVar(&httpOpts.TokenReviewTTL, "token-review-ttl", time.Minute, "over HTTP, how long a bearer token found valid is trusted before it is reviewed again")
+	flags.DurationVar(&httpOpts.SessionTimeout, "session-idle-timeout", httpOpts.SessionTimeout, "over HTTP, close a session idle this long")
+	flags.DurationVar(&httpOpts.TokenReviewTTL, "token-review-ttl", httpOpts.TokenReviewTTL, "over HTTP, how long a bearer token found valid is trusted before it is reviewed again (a refused one: 10s)")
+	flags.IntVar(&httpOpts.MaxSessionsPerUser, "max-sessions-per-user", httpOpts.MaxSessionsPerUser, "over HTTP, the open sessions one user may have; past it a new session gets a 429")
+	flags.StringSliceVar(&httpOpts.AllowedOrigins, "allowed-origins", nil, "over HTTP, browser origins (scheme://host[:port]) besides the server's own whose requests are served; others get a 403")
+	flags.BoolVar(&insecureHTTP, "insecure-http", false, "serve plain HTTP on an address that is not loopback: bearer tokens then cross the network in the clear (use TLS, or a mesh that provides it)")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -63,6 +67,9 @@ func run() error {
 	}
 	if (certFile == "") != (keyFile == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if opts.MaxTimeout <= 0 || httpOpts.MaxSessionsPerUser < 1 {
+		return errors.New("--max-timeout and --max-sessions-per-user must be positive")
 	}
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -96,6 +103,10 @@ func run() error {
 	if host, port, err := net.SplitHostPort(httpAddress); err == nil && host == "" {
 		httpAddress = net.JoinHostPort("127.0.0.1", port)
 	}
+	// Every request carries a bearer token: off the loopback interface they need TLS.
+	if certFile == "" && !insecureHTTP && !loopback(httpAddress) {
+		return fmt.Errorf("--http-address %s is not a loopback address: serve HTTPS (--tls-cert-file, --tls-key-file), or pass --insecure-http when something else encrypts the traffic", httpAddress)
+	}
 	listener, err := net.Listen("tcp", httpAddress)
 	if err != nil {
 		return err
@@ -122,4 +133,17 @@ func run() error {
 		return nil
 	}
 	return err
+}
+
+// loopback says whether address (host:port) is on the loopback interface only.
+func loopback(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

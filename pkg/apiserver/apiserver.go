@@ -60,6 +60,8 @@ type ProxyConfig struct {
 	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
 	// the node's.
 	AllowHostNetworkPods bool
+	// IdentitySystemGroups are the system: groups the proxy passes in X-Sandbox-Group.
+	IdentitySystemGroups []string
 }
 
 // CompletedConfig is a Config with every default filled in.
@@ -139,10 +141,11 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
-		MaxConnectionsPerSandbox: c.Wake.MaxConnectionsPerSandbox}
+	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups,
+		Connections: &sandboxproxy.ConnectionLimit{What: "requests and connections", PerSandbox: c.Wake.MaxConnectionsPerSandbox, PerServer: c.Wake.MaxConnections}}
 	streams, err := sandboxstream.New(sandboxstream.Config{
-		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker,
+		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
+		Streams:    &sandboxproxy.ConnectionLimit{What: "streams", PerSandbox: c.Wake.MaxStreamsPerSandbox, PerServer: c.Wake.MaxStreams},
 		Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
 	})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -45,4 +47,22 @@ func explain(what string, err error) error {
 		return fmt.Errorf("%s: timed out (%v). Call get_sandbox_status to see where it stands, or call again with a larger timeout_seconds", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// rpcError is err as a JSON-RPC error of a resource request (a tool's errors are results with
+// isError set; a resource's are protocol errors and need a code): a resource that is not there or
+// not the caller's to see is not found, bad arguments are invalid params, anything else internal.
+func rpcError(uri string, err error) error {
+	var rpc *jsonrpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &rpc):
+		return err
+	case apierrors.IsNotFound(err):
+		return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: explain("reading "+uri, err).Error()}
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: explain("reading "+uri, err).Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: explain("reading "+uri, err).Error()}
 }

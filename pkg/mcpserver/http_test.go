@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -66,6 +67,12 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func post(t *testing.T, url, token, session string) int {
 	t.Helper()
+	return request(t, url, token, session, "").StatusCode
+}
+
+// request posts a tools/list with the token, session and Origin given (none when empty).
+func request(t *testing.T, url, token, session, origin string) *http.Response {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -75,12 +82,15 @@ func post(t *testing.T, url, token, session string) int {
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode
+	return resp
 }
 
 // TestHTTPAuth: requests without a token the cluster accepts get 401; each call acts with the
@@ -157,5 +167,82 @@ func TestHTTPAuth(t *testing.T) {
 	// Several requests of one session, one review while the answer is fresh.
 	if reviews != 1 {
 		t.Errorf("alice's token was reviewed %d times, want once", reviews)
+	}
+}
+
+// TestHTTPBounds: a 401 says how to authenticate; a refused token is remembered; a page of
+// another origin is refused; a user's sessions are bounded; an unreachable cluster is a 503 that
+// names nothing of it.
+func TestHTTPBounds(t *testing.T) {
+	cluster := &fakeCluster{users: map[string]string{"alice-token": "alice"}}
+	api := httptest.NewServer(cluster)
+	defer api.Close()
+	httpOpts := DefaultHTTPOptions()
+	httpOpts.MaxSessionsPerUser = 2
+	mcpServer := httptest.NewServer(NewHTTPHandler(&rest.Config{Host: api.URL}, DefaultOptions(), httpOpts))
+	defer mcpServer.Close()
+
+	do := func(token, origin string) *http.Response { return request(t, mcpServer.URL, token, "", origin) }
+	for _, token := range []string{"", "made-up"} {
+		resp := do(token, "")
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("token %q: %d, WWW-Authenticate %q; want 401 with Bearer", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	do("made-up", "")
+	refusedReviews := 0
+	for _, r := range cluster.requests() {
+		if strings.Contains(r, "selfsubjectreviews") && strings.HasSuffix(r, "made-up") {
+			refusedReviews++
+		}
+	}
+	if refusedReviews != 1 {
+		t.Errorf("a refused token was reviewed %d times in a row, want once", refusedReviews)
+	}
+	if resp := do("alice-token", "https://evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a request from another origin: %d, want 403", resp.StatusCode)
+	}
+	if resp := do("alice-token", mcpServer.URL); resp.StatusCode == http.StatusForbidden {
+		t.Errorf("a request from the server's own origin: 403")
+	}
+
+	ctx := context.Background()
+	connect := func() (*mcp.ClientSession, error) {
+		transport := &mcp.StreamableClientTransport{Endpoint: mcpServer.URL, HTTPClient: &http.Client{Transport: bearer("alice-token")}, DisableStandaloneSSE: true, MaxRetries: -1}
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, transport, nil)
+	}
+	first, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connect(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connect(); err == nil || !strings.Contains(err.Error(), "429") && !strings.Contains(err.Error(), "Too Many") {
+		t.Errorf("a third session of one user: %v; want refused with 429", err)
+	}
+	first.Close()
+	if s, err := connect(); err != nil {
+		t.Errorf("a session after one was closed: %v", err)
+	} else {
+		s.Close()
+	}
+
+	// The cluster gone: 503 with Retry-After, and not its address.
+	gone := httptest.NewServer(http.NotFoundHandler())
+	address := gone.Listener.Addr().String()
+	gone.Close()
+	down := httptest.NewServer(NewHTTPHandler(&rest.Config{Host: "http://" + address}, DefaultOptions(), DefaultHTTPOptions()))
+	defer down.Close()
+	req, _ := http.NewRequest(http.MethodPost, down.URL, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || strings.Contains(string(body), address) {
+		t.Errorf("an unreachable cluster: %d %q (Retry-After %q); want 503 with Retry-After, without %s", resp.StatusCode, body, resp.Header.Get("Retry-After"), address)
 	}
 }

@@ -44,7 +44,11 @@ func (s *Server) addResources(server *mcp.Server) {
 			if method != "resources/list" {
 				return next(ctx, method, req)
 			}
-			return s.listResources(ctx, req)
+			res, err := s.listResources(ctx, req)
+			if err != nil {
+				return nil, rpcError("the sandboxes of the caller", err)
+			}
+			return res, nil
 		}
 	})
 }
@@ -90,13 +94,17 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	default:
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	c, sb, err := s.open(ctx, req, target{SandboxID: id, Namespace: parts[0]})
+	c, err := s.callerOf(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, rpcError(uri, err)
+	}
+	sb, err := c.client.Open(ctx, parts[0], id)
+	if err != nil {
+		return nil, rpcError(uri, err)
 	}
 	st, err := status(ctx, c, sb)
 	if err != nil {
-		return nil, explain("reading "+sb.String(), err)
+		return nil, rpcError(uri, err)
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

@@ -58,7 +58,7 @@ func DefaultOptions() Options {
 		MaxFileBytes:     1 << 20,
 		MaxListEntries:   1000,
 		DefaultTimeout:   60 * time.Second,
-		MaxTimeout:       30 * time.Minute,
+		MaxTimeout:       10 * time.Minute,
 	}
 }
 
@@ -76,6 +76,8 @@ type callerFunc func(ctx context.Context, req mcp.Request) (*caller, error)
 type Server struct {
 	opts     Options
 	callerOf callerFunc
+	// created is what each session made, by UID.
+	created createdClaims
 }
 
 // NewStdioServer returns the MCP server for one local user: every call acts with config (the
@@ -97,6 +99,14 @@ func (s *Server) build() *mcp.Server {
 	})
 	s.addTools(server)
 	s.addResources(server)
+	// No call outlives the longest timeout a tool accepts by much, whatever it waits on.
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, cancel := context.WithTimeout(ctx, s.opts.MaxTimeout+callMargin)
+			defer cancel()
+			return next(ctx, method, req)
+		}
+	})
 	return server
 }
 

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -30,8 +31,32 @@ import (
 
 // target names the sandbox a tool acts on.
 type target struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox: the sandbox_id that create_sandbox or list_sandboxes returned (the name of its SandboxClaim; sandbox/NAME for a Sandbox made without a claim)"`
-	Namespace string `json:"namespace,omitempty" jsonschema:"the Kubernetes namespace of the sandbox; leave out for the default namespace"`
+	SandboxID string `json:"sandbox_id,omitempty" jsonschema:"the sandbox: the sandbox_id that create_sandbox or list_sandboxes returned (the name of its SandboxClaim; sandbox/NAME for a Sandbox made without a claim)"`
+	// SandboxClaimName is the peer's MCP server's name of the argument.
+	SandboxClaimName string `json:"sandbox_claim_name,omitempty" jsonschema:"the same as sandbox_id (the name other agent-sandbox MCP servers use)"`
+	Namespace        string `json:"namespace,omitempty" jsonschema:"the Kubernetes namespace of the sandbox; leave out for the default namespace"`
+}
+
+// id is the sandbox the call names, by either argument.
+func (t target) id() (string, error) {
+	id, err := alias("sandbox_id", "sandbox_claim_name", t.SandboxID, t.SandboxClaimName)
+	if err == nil && id == "" {
+		err = errors.New("sandbox_id is required: call list_sandboxes to see the sandboxes you can use, or create_sandbox to make one")
+	}
+	return id, err
+}
+
+// alias is the value of an argument given by its own name or by the peer's alias for it; both
+// given, they must agree.
+func alias[T comparable](name, aliasName string, value, aliased T) (T, error) {
+	var zero T
+	switch {
+	case aliased == zero:
+		return value, nil
+	case value == zero || value == aliased:
+		return aliased, nil
+	}
+	return zero, fmt.Errorf("%s and %s name the same argument and disagree: give one", name, aliasName)
 }
 
 // sandboxStatus is what the tools say about a sandbox.
@@ -47,14 +72,15 @@ type sandboxStatus struct {
 	WarmPool     string            `json:"warm_pool,omitempty"`
 	SandboxName  string            `json:"sandbox_name,omitempty" jsonschema:"the Sandbox serving the claim"`
 	ShutdownTime string            `json:"shutdown_time,omitempty" jsonschema:"when the cluster deletes it (RFC 3339)"`
-	Session      string            `json:"session,omitempty" jsonschema:"the MCP session that created it, when one did"`
+	Session      string            `json:"session,omitempty" jsonschema:"this MCP session, when it created the sandbox"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	Created      string            `json:"created,omitempty"`
+	uid          types.UID
 }
 
 func claimStatus(c *extensionsv1beta1.SandboxClaim) sandboxStatus {
 	st := sandboxStatus{SandboxID: c.Name, Namespace: c.Namespace, Kind: string(sandbox.KindClaim), Template: c.Spec.TemplateRef.Name,
-		SandboxName: c.Status.SandboxStatus.Name, Session: c.Labels[SessionLabel], Labels: c.Labels, Created: c.CreationTimestamp.UTC().Format(time.RFC3339)}
+		SandboxName: c.Status.SandboxStatus.Name, Labels: c.Labels, Created: c.CreationTimestamp.UTC().Format(time.RFC3339), uid: c.UID}
 	if c.Spec.WarmPoolRef != nil {
 		st.WarmPool = c.Spec.WarmPoolRef.Name
 	}
@@ -102,12 +128,13 @@ func (s *Server) open(ctx context.Context, req mcp.Request, t target) (*caller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.SandboxID == "" {
-		return nil, nil, errors.New("sandbox_id is required: call list_sandboxes to see the sandboxes you can use, or create_sandbox to make one")
-	}
-	sb, err := c.client.Open(ctx, c.ns(t.Namespace), t.SandboxID)
+	id, err := t.id()
 	if err != nil {
-		return nil, nil, explain(fmt.Sprintf("opening sandbox %q in namespace %s", t.SandboxID, c.ns(t.Namespace)), err)
+		return nil, nil, err
+	}
+	sb, err := c.client.Open(ctx, c.ns(t.Namespace), id)
+	if err != nil {
+		return nil, nil, explain(fmt.Sprintf("opening sandbox %q in namespace %s", id, c.ns(t.Namespace)), err)
 	}
 	return c, sb, nil
 }
@@ -170,9 +197,19 @@ type createSandboxInput struct {
 	PodAnnotations       map[string]string `json:"pod_annotations,omitempty" jsonschema:"annotations for the sandbox's pod (the template must allow them)"`
 	ShutdownAfterSeconds float64           `json:"shutdown_after_seconds,omitempty" jsonschema:"delete the sandbox this many seconds from now; leave out for the server's default (an hour)"`
 	TimeoutSeconds       float64           `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the sandbox to become ready (60 by default)"`
+	// The peer's MCP server's names of warm_pool and timeout_seconds.
+	WarmPoolAlias       string  `json:"warmpool,omitempty" jsonschema:"the same as warm_pool"`
+	SandboxReadyTimeout float64 `json:"sandbox_ready_timeout,omitempty" jsonschema:"the same as timeout_seconds"`
 }
 
 func (s *Server) createSandbox(ctx context.Context, req *mcp.CallToolRequest, in createSandboxInput) (*mcp.CallToolResult, sandboxStatus, error) {
+	var err error
+	if in.WarmPool, err = alias("warm_pool", "warmpool", in.WarmPool, in.WarmPoolAlias); err != nil {
+		return nil, sandboxStatus{}, err
+	}
+	if in.TimeoutSeconds, err = alias("timeout_seconds", "sandbox_ready_timeout", in.TimeoutSeconds, in.SandboxReadyTimeout); err != nil {
+		return nil, sandboxStatus{}, err
+	}
 	var source sandbox.Source
 	switch {
 	case (in.TemplateName == "") == (in.WarmPool == ""):
@@ -218,7 +255,14 @@ func (s *Server) createSandbox(ctx context.Context, req *mcp.CallToolRequest, in
 		return nil, sandboxStatus{}, explain(fmt.Sprintf("creating a sandbox from %s in namespace %s", source, ns), err)
 	}
 	st, err := status(ctx, c, sb)
-	return nil, st, explain("reading the new sandbox "+sb.Name(), err)
+	if err != nil {
+		return nil, sandboxStatus{}, explain("reading the new sandbox "+sb.Name(), err)
+	}
+	// What this session made is what this server remembers making, by UID: a label on a claim
+	// is anyone's to write who may create claims in the namespace.
+	s.created.add(c.session, st.uid)
+	st.Session = c.session
+	return nil, st, nil
 }
 
 type deleteResult struct {
@@ -232,24 +276,29 @@ func (s *Server) deleteSandbox(ctx context.Context, req *mcp.CallToolRequest, in
 	if err != nil {
 		return nil, deleteResult{}, err
 	}
+	id, err := in.id()
+	if err != nil {
+		return nil, deleteResult{}, err
+	}
 	ns := c.ns(in.Namespace)
-	sb, err := c.client.Open(ctx, ns, in.SandboxID)
+	sb, err := c.client.Open(ctx, ns, id)
 	if apierrors.IsNotFound(err) {
-		return nil, deleteResult{SandboxID: in.SandboxID, Namespace: ns, Deleted: true}, nil
+		return nil, deleteResult{SandboxID: id, Namespace: ns, Deleted: true}, nil
 	}
 	if err != nil {
-		return nil, deleteResult{}, explain("deleting sandbox "+in.SandboxID, err)
+		return nil, deleteResult{}, explain("deleting sandbox "+id, err)
 	}
 	if err := sb.Close(ctx); err != nil {
-		return nil, deleteResult{}, explain("deleting sandbox "+in.SandboxID, err)
+		return nil, deleteResult{}, explain("deleting sandbox "+id, err)
 	}
-	return nil, deleteResult{SandboxID: in.SandboxID, Namespace: ns, Deleted: true}, nil
+	return nil, deleteResult{SandboxID: id, Namespace: ns, Deleted: true}, nil
 }
 
 type executeCommandInput struct {
 	target
 	Command        string  `json:"command" jsonschema:"the shell command line, run with /bin/sh -c (pipes, redirections and && work)"`
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"stop the command after this many seconds (60 by default)"`
+	Timeout        float64 `json:"timeout,omitempty" jsonschema:"the same as timeout_seconds"`
 }
 
 type executeCommandResult struct {
@@ -265,7 +314,11 @@ func (s *Server) executeCommand(ctx context.Context, req *mcp.CallToolRequest, i
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, executeCommandResult{}, errors.New("command is required")
 	}
-	timeout, err := s.timeout(in.TimeoutSeconds)
+	seconds, err := alias("timeout_seconds", "timeout", in.TimeoutSeconds, in.Timeout)
+	if err != nil {
+		return nil, executeCommandResult{}, err
+	}
+	timeout, err := s.timeout(seconds)
 	if err != nil {
 		return nil, executeCommandResult{}, err
 	}
@@ -294,6 +347,15 @@ type uploadFileInput struct {
 	Path     string `json:"path" jsonschema:"the file's path in the sandbox (absolute, or relative to the sandbox's working directory)"`
 	Content  string `json:"content" jsonschema:"the file's contents: text, or base64 when encoding is base64"`
 	Encoding string `json:"encoding,omitempty" jsonschema:"text (the default) or base64"`
+	Binary   bool   `json:"binary,omitempty" jsonschema:"true: content is base64 (the same as encoding base64)"`
+}
+
+// binaryEncoding is the encoding an encoding argument and the peer's binary flag ask for.
+func binaryEncoding(encoding string, binary bool) (string, error) {
+	if !binary {
+		return encoding, nil
+	}
+	return alias("encoding", "binary", encoding, encodingBase64)
 }
 
 type fileResult struct {
@@ -305,7 +367,11 @@ func (s *Server) uploadFile(ctx context.Context, req *mcp.CallToolRequest, in up
 	if in.Path == "" {
 		return nil, fileResult{}, errors.New("path is required")
 	}
-	data, err := decodeContent(in.Content, in.Encoding)
+	encoding, err := binaryEncoding(in.Encoding, in.Binary)
+	if err != nil {
+		return nil, fileResult{}, err
+	}
+	data, err := decodeContent(in.Content, encoding)
 	if err != nil {
 		return nil, fileResult{}, err
 	}
@@ -337,6 +403,7 @@ type downloadFileInput struct {
 	target
 	Path     string `json:"path" jsonschema:"the file's path in the sandbox"`
 	Encoding string `json:"encoding,omitempty" jsonschema:"auto (the default: text when it is valid UTF-8, else base64), text or base64"`
+	Binary   bool   `json:"binary,omitempty" jsonschema:"true: return the content as base64 (the same as encoding base64)"`
 }
 
 type downloadFileResult struct {
@@ -368,7 +435,11 @@ func (s *Server) downloadFile(ctx context.Context, req *mcp.CallToolRequest, in 
 	if len(data) > s.opts.MaxFileBytes {
 		return nil, downloadFileResult{}, fmt.Errorf("%s is larger than this server's limit of %d bytes: read parts of it with execute_command (head -c, tail -c, or split and download the parts)", in.Path, s.opts.MaxFileBytes)
 	}
-	content, encoding, err := encodeContent(data, in.Encoding)
+	asked, err := binaryEncoding(in.Encoding, in.Binary)
+	if err != nil {
+		return nil, downloadFileResult{}, err
+	}
+	content, encoding, err := encodeContent(data, asked)
 	if err != nil {
 		return nil, downloadFileResult{}, fmt.Errorf("%s: %w", in.Path, err)
 	}
@@ -407,9 +478,20 @@ func fileType(mode fs.FileMode) string {
 	return "other"
 }
 
-func (s *Server) listFiles(ctx context.Context, req *mcp.CallToolRequest, in pathInput) (*mcp.CallToolResult, listFilesResult, error) {
+type listFilesInput struct {
+	pathInput
+	MaxEntries int `json:"max_entries,omitempty" jsonschema:"return at most this many entries (the server's limit, 1000 by default, when left out or larger)"`
+}
+
+func (s *Server) listFiles(ctx context.Context, req *mcp.CallToolRequest, in listFilesInput) (*mcp.CallToolResult, listFilesResult, error) {
 	if in.Path == "" {
 		in.Path = "."
+	}
+	limit := s.opts.MaxListEntries
+	if in.MaxEntries < 0 {
+		return nil, listFilesResult{}, errors.New("max_entries must be positive")
+	} else if in.MaxEntries > 0 {
+		limit = min(limit, in.MaxEntries)
 	}
 	_, sb, err := s.open(ctx, req, in.target)
 	if err != nil {
@@ -422,7 +504,7 @@ func (s *Server) listFiles(ctx context.Context, req *mcp.CallToolRequest, in pat
 		return nil, listFilesResult{}, explain("listing "+in.Path, err)
 	}
 	slices.SortFunc(files, func(a, b sandbox.FileInfo) int { return strings.Compare(a.Name, b.Name) })
-	kept, truncated := capEntries(files, s.opts.MaxListEntries)
+	kept, truncated := capEntries(files, limit)
 	res := listFilesResult{Path: in.Path, Entries: make([]fileEntry, 0, len(kept)), Total: len(files), Truncated: truncated}
 	for _, f := range kept {
 		res.Entries = append(res.Entries, fileEntry{Name: f.Name, Type: fileType(f.Mode), Size: f.Size, Mode: f.Mode.String(), Modified: f.ModTime.UTC().Format(time.RFC3339)})
@@ -476,6 +558,7 @@ type httpRequestInput struct {
 	Body           string            `json:"body,omitempty" jsonschema:"the request body: text, or base64 when body_encoding is base64"`
 	BodyEncoding   string            `json:"body_encoding,omitempty" jsonschema:"text (the default) or base64"`
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty" jsonschema:"give up after this many seconds (60 by default)"`
+	Timeout        float64           `json:"timeout,omitempty" jsonschema:"the same as timeout_seconds"`
 }
 
 type httpRequestResult struct {
@@ -504,7 +587,11 @@ func (s *Server) httpRequest(ctx context.Context, req *mcp.CallToolRequest, in h
 	if len(body) > s.opts.MaxFileBytes {
 		return nil, httpRequestResult{}, fmt.Errorf("the body has %d bytes, over this server's limit of %d", len(body), s.opts.MaxFileBytes)
 	}
-	timeout, err := s.timeout(in.TimeoutSeconds)
+	seconds, err := alias("timeout_seconds", "timeout", in.TimeoutSeconds, in.Timeout)
+	if err != nil {
+		return nil, httpRequestResult{}, err
+	}
+	timeout, err := s.timeout(seconds)
 	if err != nil {
 		return nil, httpRequestResult{}, err
 	}
@@ -584,16 +671,25 @@ func (s *Server) listSandboxes(ctx context.Context, req *mcp.CallToolRequest, in
 // sandbox with an owner is reached through its claim, or belongs to a warm pool).
 func (s *Server) sandboxesOf(ctx context.Context, c *caller, ns string, thisSession bool) (listSandboxesResult, error) {
 	res := listSandboxesResult{Namespace: ns, Sandboxes: []sandboxStatus{}}
+	// The session's own claims are those this server made in it (by UID), whatever labels claims
+	// carry; they are at most a session's bound, so the list is not cut short for them.
 	opts := metav1.ListOptions{Limit: int64(s.opts.MaxListEntries) + 1}
 	if thisSession {
-		opts.LabelSelector = SessionLabel + "=" + c.session
+		opts.Limit = 0
 	}
 	claims, err := c.client.Clientset().ExtensionsV1beta1().SandboxClaims(ns).List(ctx, opts)
 	if err != nil {
 		return res, explain("listing the sandbox claims of namespace "+ns, err)
 	}
 	for i := range claims.Items {
-		res.Sandboxes = append(res.Sandboxes, claimStatus(&claims.Items[i]))
+		st := claimStatus(&claims.Items[i])
+		mine := s.created.has(c.session, st.uid)
+		if mine {
+			st.Session = c.session
+		}
+		if mine || !thisSession {
+			res.Sandboxes = append(res.Sandboxes, st)
+		}
 	}
 	if !thisSession {
 		sandboxes, err := c.client.Clientset().AgentsV1beta1().Sandboxes(ns).List(ctx, metav1.ListOptions{Limit: int64(s.opts.MaxListEntries) + 1})
@@ -632,7 +728,6 @@ type listTemplatesResult struct {
 	Namespace string     `json:"namespace"`
 	Templates []string   `json:"templates" jsonschema:"names for create_sandbox's template_name"`
 	WarmPools []warmPool `json:"warm_pools" jsonschema:"names for create_sandbox's warm_pool"`
-	Note      string     `json:"note,omitempty"`
 }
 
 func (s *Server) listTemplates(ctx context.Context, req *mcp.CallToolRequest, in namespaceInput) (*mcp.CallToolResult, listTemplatesResult, error) {
@@ -642,31 +737,29 @@ func (s *Server) listTemplates(ctx context.Context, req *mcp.CallToolRequest, in
 	}
 	ns := c.ns(in.Namespace)
 	res := listTemplatesResult{Namespace: ns, Templates: []string{}, WarmPools: []warmPool{}}
-	var notes []string
 	opts := metav1.ListOptions{Limit: int64(s.opts.MaxListEntries)}
+	// A cluster that cannot be reached or refuses the list is an error, not an empty namespace.
 	templates, err := c.client.Clientset().ExtensionsV1beta1().SandboxTemplates(ns).List(ctx, opts)
 	if err != nil {
-		notes = append(notes, explain("listing templates", err).Error())
-	} else {
-		for _, t := range templates.Items {
-			res.Templates = append(res.Templates, t.Name)
-		}
+		return nil, listTemplatesResult{}, explain("listing the templates of namespace "+ns, err)
+	}
+	for _, t := range templates.Items {
+		res.Templates = append(res.Templates, t.Name)
 	}
 	pools, err := c.client.Clientset().ExtensionsV1beta1().SandboxWarmPools(ns).List(ctx, opts)
 	if err != nil {
-		notes = append(notes, explain("listing warm pools", err).Error())
-	} else {
-		for _, p := range pools.Items {
-			res.WarmPools = append(res.WarmPools, warmPool{Name: p.Name, Template: p.Spec.TemplateRef.Name, ReadyReplicas: p.Status.ReadyReplicas})
-		}
+		return nil, listTemplatesResult{}, explain("listing the warm pools of namespace "+ns, err)
 	}
-	res.Note = strings.Join(notes, "; ")
+	for _, p := range pools.Items {
+		res.WarmPools = append(res.WarmPools, warmPool{Name: p.Name, Template: p.Spec.TemplateRef.Name, ReadyReplicas: p.Status.ReadyReplicas})
+	}
 	return nil, res, nil
 }
 
 type lifecycleInput struct {
 	target
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty" jsonschema:"how long to wait (60 by default)"`
+	Timeout        float64 `json:"timeout,omitempty" jsonschema:"the same as timeout_seconds"`
 }
 
 func (s *Server) suspendSandbox(ctx context.Context, req *mcp.CallToolRequest, in lifecycleInput) (*mcp.CallToolResult, sandboxStatus, error) {
@@ -678,7 +771,11 @@ func (s *Server) resumeSandbox(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (s *Server) setMode(ctx context.Context, req *mcp.CallToolRequest, in lifecycleInput, what string, set func(*sandbox.Sandbox, context.Context) error) (*mcp.CallToolResult, sandboxStatus, error) {
-	timeout, err := s.timeout(in.TimeoutSeconds)
+	seconds, err := alias("timeout_seconds", "timeout", in.TimeoutSeconds, in.Timeout)
+	if err != nil {
+		return nil, sandboxStatus{}, err
+	}
+	timeout, err := s.timeout(seconds)
 	if err != nil {
 		return nil, sandboxStatus{}, err
 	}

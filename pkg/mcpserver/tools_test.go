@@ -35,11 +35,13 @@ func TestToolSchemas(t *testing.T) {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
 	}
-	want := map[string][]string{ // the required arguments
-		"create_sandbox": nil, "delete_sandbox": {"sandbox_id"}, "execute_command": {"sandbox_id", "command"},
-		"upload_file": {"sandbox_id", "path", "content"}, "download_file": {"sandbox_id", "path"}, "list_files": {"sandbox_id", "path"},
-		"file_exists": {"sandbox_id", "path"}, "http_request": {"sandbox_id"}, "get_sandbox_status": {"sandbox_id"},
-		"list_sandboxes": nil, "list_templates": nil, "suspend_sandbox": {"sandbox_id"}, "resume_sandbox": {"sandbox_id"},
+	// The required arguments. sandbox_id is checked by the call, since the peer's
+	// sandbox_claim_name may stand for it.
+	want := map[string][]string{
+		"create_sandbox": nil, "delete_sandbox": nil, "execute_command": {"command"},
+		"upload_file": {"path", "content"}, "download_file": {"path"}, "list_files": {"path"},
+		"file_exists": {"path"}, "http_request": nil, "get_sandbox_status": nil,
+		"list_sandboxes": nil, "list_templates": nil, "suspend_sandbox": nil, "resume_sandbox": nil,
 	}
 	for _, tool := range tools.Tools {
 		required, ok := want[tool.Name]
@@ -61,7 +63,10 @@ func TestToolSchemas(t *testing.T) {
 		if !slices.Equal(sc.Required, required) {
 			t.Errorf("%s: required %v, want %v", tool.Name, sc.Required, required)
 		}
-		for _, arg := range required {
+		for _, arg := range append(required, "sandbox_id", "sandbox_claim_name") {
+			if _, ok := sc.Properties[arg]; !ok && (arg == "sandbox_id" || arg == "sandbox_claim_name") {
+				continue // a tool that takes no sandbox
+			}
 			if !strings.Contains(string(sc.Properties[arg]), "description") {
 				t.Errorf("%s: argument %s has no description: %s", tool.Name, arg, sc.Properties[arg])
 			}
@@ -69,5 +74,31 @@ func TestToolSchemas(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("tool %s is missing", name)
+	}
+}
+
+// TestAliases: the peer's argument names stand for ours; both given, they must agree.
+func TestAliases(t *testing.T) {
+	for _, tc := range []struct {
+		t       target
+		want    string
+		wantErr string
+	}{
+		{target{SandboxID: "a"}, "a", ""},
+		{target{SandboxClaimName: "a"}, "a", ""},
+		{target{SandboxID: "a", SandboxClaimName: "a"}, "a", ""},
+		{target{SandboxID: "a", SandboxClaimName: "b"}, "", "disagree"},
+		{target{}, "", "sandbox_id is required"},
+	} {
+		got, err := tc.t.id()
+		if got != tc.want || (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%+v: %q, %v; want %q, %q", tc.t, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if enc, err := binaryEncoding("", true); enc != encodingBase64 || err != nil {
+		t.Errorf("binary: %q, %v; want base64", enc, err)
+	}
+	if _, err := binaryEncoding(encodingText, true); err == nil {
+		t.Error("binary with encoding text was accepted")
 	}
 }

@@ -263,8 +263,8 @@ func TestNetworkPolicy(t *testing.T) {
 	for _, want := range []string{
 		`"policyTypes":["Ingress","Egress"]`,
 		`{"from":[{"podSelector":{"matchLabels":{"app":"sandbox-router"}}}]}`,
-		`"cidr":"0.0.0.0/0","except":["10.0.0.0/8","172.16.0.0/12","192.168.0.0/16","169.254.0.0/16"]`,
-		`"cidr":"::/0","except":["fc00::/7"]`,
+		`"cidr":"0.0.0.0/0","except":["10.0.0.0/8","172.16.0.0/12","192.168.0.0/16","100.64.0.0/10","169.254.0.0/16"]`,
+		`"cidr":"::/0","except":["fc00::/7","fe80::/10"]`,
 		`"podSelector":{"matchLabels":{"agents.x-k8s.io/sandbox-template-ref-hash":`,
 	} {
 		if !strings.Contains(spec, want) {

@@ -61,6 +61,8 @@ type Options struct {
 
 	// ProxyAllowHostNetworkPods lets sandboxes/proxy reach Sandbox pods in the host network.
 	ProxyAllowHostNetworkPods bool
+	// ProxyIdentitySystemGroups are the system: groups the proxy passes to sandboxes.
+	ProxyIdentitySystemGroups []string
 	// Memory is the Go runtime's memory limit.
 	Memory *MemoryOptions
 
@@ -116,6 +118,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Controllers.AddFlags(fs)
 	o.Wake.AddFlags(fs)
 	o.Probes.AddFlags(fs)
+	fs.StringSliceVar(&o.ProxyIdentitySystemGroups, "proxy-identity-system-groups", o.ProxyIdentitySystemGroups,
+		"Groups of Kubernetes' own (system:...) that sandboxes/proxy passes to sandboxes in X-Sandbox-Group, e.g. system:authenticated. Others of that prefix (system:masters, system:nodes ...) never reach sandbox code.")
 	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
 		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
 	o.Memory.AddFlags(fs)
@@ -201,7 +205,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	o.EtcdOutage.ApplyTo(config, o.RecommendedOptions.Etcd, probe)
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
 	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers, Wake: o.Wake,
-		Proxy: apiserver.ProxyConfig{AllowHostNetworkPods: o.ProxyAllowHostNetworkPods}}).Complete().New()
+		Proxy: apiserver.ProxyConfig{AllowHostNetworkPods: o.ProxyAllowHostNetworkPods, IdentitySystemGroups: o.ProxyIdentitySystemGroups}}).Complete().New()
 }
 
 // Run serves until ctx is done, then shuts down gracefully.

@@ -185,6 +185,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Events:          recorder,
 			Workers:         o.TemplateWorkers,
 			ServerPeer:      o.ServerPeer(),
+			ClusterCIDRs:    o.ClusterCIDRs,
 		})
 		if err != nil {
 			return fmt.Errorf("sandboxtemplate controller: %w", err)

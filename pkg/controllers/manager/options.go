@@ -8,6 +8,7 @@ package manager
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +60,9 @@ type Options struct {
 	// default NetworkPolicy of a template admits so that sandboxes/proxy reaches the sandboxes.
 	ServerPodNamespace string
 	ServerPodLabels    map[string]string
+	// ClusterCIDRs are the cluster's pod and service ranges, which the secure default
+	// NetworkPolicy's egress excludes besides the private, shared and link-local ranges.
+	ClusterCIDRs []string
 }
 
 // NewOptions returns the defaults.
@@ -115,6 +119,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespace of this server's own pods (set it from the downward API). With --server-pod-labels, the secure default NetworkPolicy of every template admits ingress from those pods, so that sandboxes/proxy reaches the sandboxes.")
 	fs.StringToStringVar(&o.ServerPodLabels, "server-pod-labels", o.ServerPodLabels,
 		"Labels that select this server's own pods in --server-pod-namespace, as key=value pairs.")
+	fs.StringSliceVar(&o.ClusterCIDRs, "cluster-cidrs", o.ClusterCIDRs,
+		"The cluster's pod and service CIDRs (IPv4 or IPv6, comma-separated). The secure default NetworkPolicy of every template closes egress to them, besides the private (RFC 1918), shared (100.64.0.0/10), link-local and IPv6 unique and link-local ranges it always closes. Name them when they lie outside those ranges.")
 }
 
 // ServerPeer is the NetworkPolicy peer of the server's own pods; nil unless both
@@ -164,6 +170,11 @@ func (o *Options) Validate() []error {
 	if o.ServerPodNamespace != "" {
 		for _, msg := range validation.IsDNS1123Label(o.ServerPodNamespace) {
 			errs = append(errs, fmt.Errorf("--server-pod-namespace: %s", msg))
+		}
+	}
+	for _, c := range o.ClusterCIDRs {
+		if prefix, err := netip.ParsePrefix(c); err != nil || prefix.Bits() == 0 {
+			errs = append(errs, fmt.Errorf("--cluster-cidrs: %q is not a CIDR narrower than the whole address space", c))
 		}
 	}
 	if err := metav1validation.ValidateLabels(o.ServerPodLabels, field.NewPath("--server-pod-labels")).ToAggregate(); err != nil {

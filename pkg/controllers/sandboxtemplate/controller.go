@@ -10,6 +10,7 @@ package sandboxtemplate
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -60,6 +61,8 @@ type Controller struct {
 	policies   networkinglisters.NetworkPolicyLister
 	namespaces corelisters.NamespaceLister
 	serverPeer *networkingv1.NetworkPolicyPeer
+	// clusterCIDRs are the cluster's pod and service ranges, closed to the secure default's egress.
+	clusterCIDRs []string
 }
 
 // Config is what the controller needs from the process.
@@ -79,19 +82,23 @@ type Config struct {
 	// ServerPeer selects the API server's own pods, which the secure default policy admits so
 	// that sandboxes/proxy reaches the sandboxes; nil when the server does not know its pods.
 	ServerPeer *networkingv1.NetworkPolicyPeer
+	// ClusterCIDRs are the cluster's pod and service ranges (valid CIDRs), which the secure
+	// default policy's egress excludes besides the private and link-local ranges.
+	ClusterCIDRs []string
 }
 
 // New wires the controller to its informers.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{
-		kube:       c.Kube,
-		client:     c.Client,
-		events:     c.Events,
-		workers:    max(c.Workers, 1),
-		templates:  c.Templates.Lister(),
-		policies:   c.NetworkPolicies.Lister(),
-		namespaces: c.Namespaces.Lister(),
-		serverPeer: c.ServerPeer,
+		kube:         c.Kube,
+		client:       c.Client,
+		events:       c.Events,
+		workers:      max(c.Workers, 1),
+		templates:    c.Templates.Lister(),
+		policies:     c.NetworkPolicies.Lister(),
+		namespaces:   c.Namespaces.Lister(),
+		serverPeer:   c.ServerPeer,
+		clusterCIDRs: slices.Clone(c.ClusterCIDRs),
 	}
 	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Templates.Informer().HasSynced, c.NetworkPolicies.Informer().HasSynced, c.Namespaces.Informer().HasSynced}

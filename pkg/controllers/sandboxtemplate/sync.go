@@ -6,6 +6,7 @@ package sandboxtemplate
 import (
 	"context"
 	"maps"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,13 +29,36 @@ import (
 // may not put its keys on their pods (see the extensions validation).
 var SandboxRouterSelector = validation.DefaultPolicyPeerLabels
 
-// Egress of the secure default policy: the internet, without private (RFC 1918), link-local
-// (cloud metadata servers) and IPv6 unique local addresses. Cluster DNS is blocked with them;
-// sandboxes of such templates resolve through public resolvers (fromtemplate.ApplySecureDefaults).
+// Egress of the secure default policy: the internet, without private (RFC 1918), shared (RFC
+// 6598, the pod range of several managed clusters), link-local (cloud metadata servers) and IPv6
+// unique and link-local addresses, nor the cluster's own pod and service ranges when the operator
+// names them (--cluster-cidrs). Cluster DNS is blocked with them; sandboxes of such templates
+// resolve through public resolvers (fromtemplate.ApplySecureDefaults).
 var (
-	DefaultEgressIPv4Except = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
-	DefaultEgressIPv6Except = []string{"fc00::/7"}
+	DefaultEgressIPv4Except = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}
+	DefaultEgressIPv6Except = []string{"fc00::/7", "fe80::/10"}
 )
+
+// egressExcept is what the secure default keeps closed in one family: the default ranges and
+// those of clusterCIDRs of that family that they do not already cover.
+func egressExcept(defaults []string, clusterCIDRs []string, ipv6 bool) []string {
+	except := slices.Clone(defaults)
+	for _, c := range clusterCIDRs {
+		prefix, err := netip.ParsePrefix(c)
+		if err != nil || prefix.Addr().Is6() != ipv6 {
+			continue // the flag is validated; another family's range goes in the other block
+		}
+		prefix = prefix.Masked()
+		covered := slices.ContainsFunc(except, func(e string) bool {
+			p := netip.MustParsePrefix(e)
+			return p.Bits() <= prefix.Bits() && p.Contains(prefix.Addr())
+		})
+		if !covered {
+			except = append(except, prefix.String())
+		}
+	}
+	return except
+}
 
 // sync brings the NetworkPolicy of one template to what the template asks for. It is idempotent
 // and writes only on drift.
@@ -76,7 +100,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // DesiredPolicy is the NetworkPolicy a managed template asks for. server, when not nil, is the
 // peer of the API server's own pods, which the secure default admits as it admits the router so
 // that sandboxes/proxy reaches the sandboxes.
-func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate, server *networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
+// clusterCIDRs are the cluster's pod and service ranges, which the secure default's egress also
+// excludes.
+func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate, server *networkingv1.NetworkPolicyPeer, clusterCIDRs []string) *networkingv1.NetworkPolicy {
 	hash := naming.NameHash(t.Name)
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
@@ -85,14 +111,14 @@ func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate, server *networkingv1.Ne
 			Labels:          map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, templateKind)},
 		},
-		Spec: desiredSpec(t, hash, server),
+		Spec: desiredSpec(t, hash, server, clusterCIDRs),
 	}
 }
 
 // desiredSpec selects the template's pods and denies what the rules do not allow, both ways. The
 // rules are the template's own or, when it has none, the secure default. Ports get the protocol
 // the cluster would default them to, so that a stored policy compares equal to its desire.
-func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string, server *networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicySpec {
+func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string, server *networkingv1.NetworkPolicyPeer, clusterCIDRs []string) networkingv1.NetworkPolicySpec {
 	spec := networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{extensionsv1beta1.SandboxTemplateRefHashLabel: hash}},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -108,8 +134,8 @@ func desiredSpec(t *extensionsv1beta1.SandboxTemplate, hash string, server *netw
 		spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: from}}
 		spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
 			To: []networkingv1.NetworkPolicyPeer{
-				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: slices.Clone(DefaultEgressIPv4Except)}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: slices.Clone(DefaultEgressIPv6Except)}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: egressExcept(DefaultEgressIPv4Except, clusterCIDRs, false)}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: egressExcept(DefaultEgressIPv6Except, clusterCIDRs, true)}},
 			},
 		}}
 	}
@@ -133,7 +159,7 @@ func defaultPorts(ports []networkingv1.NetworkPolicyPort) {
 // ensurePolicy creates the template's policy, or repairs the one it controls. A policy of that
 // name the template does not control is reported and left as it is.
 func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, existing *networkingv1.NetworkPolicy) error {
-	desired := DesiredPolicy(t, c.serverPeer)
+	desired := DesiredPolicy(t, c.serverPeer, c.clusterCIDRs)
 	policies := c.kube.NetworkingV1().NetworkPolicies(t.Namespace)
 	if existing == nil {
 		_, err := policies.Create(ctx, desired, metav1.CreateOptions{FieldManager: FieldManager})

@@ -6,6 +6,7 @@ package sandboxtemplate
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,8 +135,8 @@ func secureDefault(tmpl string) networkingv1.NetworkPolicySpec {
 		}},
 		Egress: []networkingv1.NetworkPolicyEgressRule{{
 			To: []networkingv1.NetworkPolicyPeer{
-				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7"}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10"}}},
 			},
 		}},
 	}
@@ -540,5 +541,21 @@ func TestSecureDefaultAdmitsTheServer(t *testing.T) {
 		if !apiequality.Semantic.DeepEqual(np.Spec, tc.want) {
 			t.Errorf("%s: spec:\n got %+v\nwant %+v", tc.tmpl.Name, np.Spec, tc.want)
 		}
+	}
+}
+
+// TestSecureDefaultClosesClusterRanges: the cluster's own ranges are closed too, each in its
+// family's block, once, and those the defaults cover add nothing.
+func TestSecureDefaultClosesClusterRanges(t *testing.T) {
+	tmpl := &extensionsv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"}}
+	np := DesiredPolicy(tmpl, nil, []string{"10.96.0.0/12", "198.18.0.0/15", "100.70.0.0/16", "2001:db8:42::/56", "198.18.1.0/24"})
+	to := np.Spec.Egress[0].To
+	want4 := []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "198.18.0.0/15"}
+	want6 := []string{"fc00::/7", "fe80::/10", "2001:db8:42::/56"}
+	if got := to[0].IPBlock.Except; !slices.Equal(got, want4) {
+		t.Errorf("IPv4 except %v; want %v", got, want4)
+	}
+	if got := to[1].IPBlock.Except; !slices.Equal(got, want6) {
+		t.Errorf("IPv6 except %v; want %v", got, want6)
 	}
 }

@@ -78,7 +78,9 @@ func isDropped(name string) bool {
 // RewriteHeaders removes from h every header a sandbox must not get from the client, and sets the
 // identity headers from u (nil: none). The front proxy's identity headers, whatever names it is
 // configured with, are already gone: the request-header authenticator clears them.
-func RewriteHeaders(h http.Header, u user.Info) {
+//
+// Groups of Kubernetes' own (system:...) are passed only when listed in systemGroups.
+func RewriteHeaders(h http.Header, u user.Info, systemGroups ...string) {
 	// Headers the client marked hop-by-hop in Connection go here, and Connection itself is
 	// rewritten: left as the client sent it, ReverseProxy (and the sandbox's server, for an
 	// upgrade) would remove the headers it lists after we set ours, so a client listing
@@ -112,6 +114,20 @@ func RewriteHeaders(h http.Header, u user.Info) {
 		h.Set(UIDHeader, uid)
 	}
 	for _, g := range u.GetGroups() {
-		h.Add(GroupHeader, g)
+		// Kubernetes' own groups (system:masters, system:nodes, system:authenticated ...) say
+		// what the caller may do to the cluster; sandbox code that trusted them would hand a
+		// cluster administrator's or a node's standing to whoever reaches it. Only the
+		// organisation's groups pass, and those the operator lists (--proxy-identity-system-groups).
+		if !strings.HasPrefix(g, "system:") || slices.Contains(systemGroups, g) {
+			h.Add(GroupHeader, g)
+		}
 	}
+}
+
+// SecureResponseHeaders are set on every response the proxy passes back: the sandbox's pages are
+// served under the API server's origin, so they are sandboxed (no scripts with that origin's
+// rights, no same-origin access to the API) and never sniffed into another type.
+func SecureResponseHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("X-Content-Type-Options", "nosniff")
 }

@@ -6,6 +6,7 @@ package sandboxproxy
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestRewriteHeaders(t *testing.T) {
 			},
 			user: alice,
 			want: http.Header{
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 		{
@@ -76,7 +77,7 @@ func TestRewriteHeaders(t *testing.T) {
 			in:   http.Header{"Connection": {"X-Sandbox-User, x-sandbox-group,X-Sandbox-Uid"}},
 			user: alice,
 			want: http.Header{
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 		{
@@ -85,7 +86,7 @@ func TestRewriteHeaders(t *testing.T) {
 			user: alice,
 			want: http.Header{
 				"Connection": {"Upgrade"}, "Upgrade": {"websocket"},
-				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a", "system:authenticated"},
+				"X-Sandbox-User": {"alice"}, "X-Sandbox-Uid": {"alice-uid"}, "X-Sandbox-Group": {"team-a"},
 			},
 		},
 	}
@@ -145,5 +146,21 @@ func TestOrdinaryHeadersPass(t *testing.T) {
 	RewriteHeaders(h, nil)
 	if !reflect.DeepEqual(h, in) {
 		t.Errorf("headers = %v; want %v", h, in)
+	}
+}
+
+// TestSystemGroupsPassOnlyWhenListed: system:masters never reaches sandbox code; a listed system:
+// group does.
+func TestSystemGroupsPassOnlyWhenListed(t *testing.T) {
+	u := &user.DefaultInfo{Name: "root", Groups: []string{"admins", "system:masters", "system:authenticated"}}
+	h := http.Header{}
+	RewriteHeaders(h, u)
+	if got := h.Values(GroupHeader); !slices.Equal(got, []string{"admins"}) {
+		t.Errorf("groups passed by default %v; want [admins]", got)
+	}
+	h = http.Header{}
+	RewriteHeaders(h, u, "system:authenticated")
+	if got := h.Values(GroupHeader); !slices.Equal(got, []string{"admins", "system:authenticated"}) {
+		t.Errorf("groups passed with system:authenticated listed %v", got)
 	}
 }

@@ -9,12 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -37,36 +35,12 @@ type Proxy struct {
 	Waker Waker
 	// AllowHostNetworkPods lets the proxy reach pods in the host network, at the node's address.
 	AllowHostNetworkPods bool
-	// MaxConnectionsPerSandbox bounds the requests and upgraded connections proxied to one
-	// sandbox at once; past it a request gets a 429 with Retry-After. 0: unbounded.
-	MaxConnectionsPerSandbox int
-
-	mu sync.Mutex
-	// connections counts the requests and connections in progress to each sandbox, by UID.
-	connections map[types.UID]int
-}
-
-// admitConnection counts a request or connection to sb, within MaxConnectionsPerSandbox.
-func (p *Proxy) admitConnection(sb *agents.Sandbox) (done func(), err error) {
-	if p.MaxConnectionsPerSandbox <= 0 {
-		return func() {}, nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.connections == nil {
-		p.connections = map[types.UID]int{}
-	}
-	if n := p.connections[sb.UID]; n >= p.MaxConnectionsPerSandbox {
-		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("%d requests and connections to sandbox %s/%s are in progress on this server", n, sb.Namespace, sb.Name), 1)
-	}
-	p.connections[sb.UID]++
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.connections[sb.UID]--; p.connections[sb.UID] <= 0 {
-			delete(p.connections, sb.UID)
-		}
-	}, nil
+	// IdentitySystemGroups are the system: groups passed to the sandbox in X-Sandbox-Group;
+	// others of that prefix never are.
+	IdentitySystemGroups []string
+	// Connections bounds the requests and upgraded connections proxied at once, per sandbox
+	// and per server replica.
+	Connections *ConnectionLimit
 }
 
 // NewTransport is the transport to the pods: plain HTTP, straight to the pod (never through an
@@ -106,7 +80,7 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 	handler := proxy.NewUpgradeAwareHandler(location, podTransport, true, false, errorResponder{responder})
 	u, _ := genericapirequest.UserFrom(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		done, err := p.admitConnection(sb)
+		done, err := p.Connections.Admit(sb)
 		if err != nil {
 			responder.Error(err)
 			return
@@ -115,7 +89,8 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 		if p.Waker != nil {
 			defer p.Waker.Begin(sb)()
 		}
-		RewriteHeaders(req.Header, u)
+		RewriteHeaders(req.Header, u, p.IdentitySystemGroups...)
+		SecureResponseHeaders(w.Header())
 		handler.ServeHTTP(w, req)
 	}), nil
 }

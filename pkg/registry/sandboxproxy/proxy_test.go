@@ -76,6 +76,10 @@ func TestConnectForwardsToThePodOnly(t *testing.T) {
 		if rec.Code != http.StatusCreated || rec.Body.String() != "made" {
 			t.Fatalf("%s: response %d %q; want 201 \"made\"", path, rec.Code, rec.Body.String())
 		}
+		// The sandbox's page is served under the API's origin: sandboxed, never sniffed.
+		if csp, sniff := rec.Header().Get("Content-Security-Policy"), rec.Header().Get("X-Content-Type-Options"); csp != "sandbox" || sniff != "nosniff" {
+			t.Errorf("%s: Content-Security-Policy %q, X-Content-Type-Options %q; want sandbox and nosniff", path, csp, sniff)
+		}
 		s := <-got
 		if s.method != http.MethodPost || s.body != "payload" || s.user != "alice" || s.auth != "" {
 			t.Errorf("%s: the sandbox saw %+v; want POST, body payload, user alice, no Authorization", path, s)
@@ -128,7 +132,7 @@ func TestConnectionsPerSandboxBounded(t *testing.T) {
 	port, _ := strconv.Atoi(portText)
 	pod := hostNetwork(readyPod())
 	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(port)
-	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, MaxConnectionsPerSandbox: 1}
+	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, Connections: &ConnectionLimit{What: "requests", PerSandbox: 1}}
 	refused := recordingResponder{err: make(chan error, 1)}
 	serve := func(r rest.Responder) {
 		handler, err := p.Connect(context.Background(), testSandbox(), "http", "/", r)

@@ -6,7 +6,9 @@ package sandboxstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericrest "k8s.io/apiserver/pkg/registry/generic/rest"
 	"k8s.io/apiserver/pkg/registry/rest"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -46,6 +49,12 @@ type Config struct {
 	Authorizer authorizer.Authorizer
 	// Events records an Event on the Sandbox for each exec and attach session; nil records none.
 	Events record.EventRecorder
+	// AllowHostNetworkPods lets exec, attach and portforward reach pods in the host network, as
+	// the proxy's flag of that name does: such a pod's network namespace is the node's.
+	AllowHostNetworkPods bool
+	// Streams bounds the exec, attach and portforward sessions and followed logs open at once,
+	// per sandbox and per server replica; nil: unbounded.
+	Streams *sandboxproxy.ConnectionLimit
 }
 
 // Streams serves the streaming subresources of Sandboxes.
@@ -103,6 +112,10 @@ func (s *Streams) connect(ctx context.Context, resolve Resolver, sess session, r
 	if err != nil {
 		return nil, err
 	}
+	if pod.Spec.HostNetwork && !s.AllowHostNetworkPods {
+		return nil, apierrors.NewForbidden(requestResource(ctx, sess), sess.name,
+			fmt.Errorf("its pod runs in the host network, whose namespace is the node's; this server does not open streams to such pods (--proxy-allow-host-network-pods)"))
+	}
 	container := ""
 	if sess.container != nil {
 		if *sess.container, err = containerOf(sess.kind, sess.name, pod, *sess.container); err != nil {
@@ -117,6 +130,12 @@ func (s *Streams) connect(ctx context.Context, resolve Resolver, sess session, r
 	forward := s.kube.forward(location, responder)
 	u, _ := genericapirequest.UserFrom(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		done, err := s.Streams.Admit(sb)
+		if err != nil {
+			responder.Error(err)
+			return
+		}
+		defer done()
 		if s.Waker != nil {
 			defer s.Waker.Begin(sb)()
 		}
@@ -149,7 +168,17 @@ func (s *Streams) log(ctx context.Context, resolve Resolver, kind schema.GroupKi
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	return s.kube.logStreamer(location, opts.Follow), nil
+	streamer := s.kube.logStreamer(location, opts.Follow)
+	if !opts.Follow {
+		return streamer, nil
+	}
+	// A followed log stays open as long as the caller likes: it counts as a stream until the
+	// response is done.
+	done, err := s.Streams.Admit(sb)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedStreamer{LocationStreamer: streamer, done: done}, nil
 }
 
 // podOf returns the Sandbox's pod: the one its UID controls, never another of that name.
@@ -170,35 +199,34 @@ func (s *Streams) podOf(sb *agents.Sandbox) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// containerOf checks that the requested container is one of the pod's; none requested: the one
-// the default-container annotation names, else the first.
+// containerOf checks that the requested container is the one the sandbox opens to its users:
+// the regular container the pod's default-container annotation names (the template author's
+// choice; claims cannot set kubernetes.io annotations), else the first. Sidecars and init
+// containers, which may hold the template author's credentials, are never reached. None
+// requested: that one.
 func containerOf(kind schema.GroupKind, name string, pod *corev1.Pod, requested string) (string, error) {
-	names := make([]string, 0, len(pod.Spec.Containers))
-	for _, c := range pod.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	if len(names) == 0 {
+	if len(pod.Spec.Containers) == 0 {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s has no container", pod.Name))
 	}
-	if requested == "" {
-		requested = names[0]
-		if d := pod.Annotations[DefaultContainerAnnotation]; d != "" && contains(names, d) {
-			requested = d
-		}
+	open := pod.Spec.Containers[0].Name
+	if d := pod.Annotations[DefaultContainerAnnotation]; d != "" && slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == d }) {
+		open = d
 	}
-	if !contains(names, requested) {
-		return "", apierrors.NewInvalid(kind, name, field.ErrorList{field.NotSupported(field.NewPath("container"), requested, names)})
+	if requested == "" {
+		return open, nil
+	}
+	if requested != open {
+		return "", apierrors.NewInvalid(kind, name, field.ErrorList{field.NotSupported(field.NewPath("container"), requested, []string{open})})
 	}
 	return requested, nil
 }
 
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
+// requestResource is the resource and subresource the request is for, for errors.
+func requestResource(ctx context.Context, sess session) schema.GroupResource {
+	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok {
+		return schema.GroupResource{Group: info.APIGroup, Resource: info.Resource + "/" + info.Subresource}
 	}
-	return false
+	return schema.GroupResource{Group: sess.kind.Group, Resource: sess.subresource}
 }
 
 // authorizeCreate asks whether the user may create the subresource, for a request authorized with
@@ -247,4 +275,30 @@ func notRunning(sb *agents.Sandbox, why string) error {
 		Message: fmt.Sprintf("sandbox %s/%s is not running: %s", sb.Namespace, sb.Name, why),
 		Details: &metav1.StatusDetails{Name: sb.Name, Group: agents.GroupName, Kind: "sandboxes", RetryAfterSeconds: sandboxproxy.RetryAfterSeconds},
 	}}
+}
+
+// boundedStreamer is a followed log that gives back its place among the streams when the
+// response ends (the apiserver closes the stream it reads).
+type boundedStreamer struct {
+	*genericrest.LocationStreamer
+	done func()
+}
+
+func (b *boundedStreamer) InputStream(ctx context.Context, apiVersion, acceptHeader string) (io.ReadCloser, bool, string, error) {
+	stream, flush, contentType, err := b.LocationStreamer.InputStream(ctx, apiVersion, acceptHeader)
+	if err != nil {
+		b.done()
+		return nil, false, "", err
+	}
+	return &closeNotifier{ReadCloser: stream, done: b.done}, flush, contentType, nil
+}
+
+type closeNotifier struct {
+	io.ReadCloser
+	done func()
+}
+
+func (c *closeNotifier) Close() error {
+	defer c.done()
+	return c.ReadCloser.Close()
 }

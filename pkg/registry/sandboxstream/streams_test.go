@@ -131,18 +131,24 @@ func TestContainerOf(t *testing.T) {
 		want      string
 	}{
 		{pod, "", "agent"},
+		{pod, "agent", "agent"},
 		{annotated, "", "sidecar"},
+		{annotated, "sidecar", "sidecar"},
 		{stale, "", "agent"},
-		{annotated, "agent", "agent"},
 	} {
 		if got, err := containerOf(kind, "sb", tc.pod, tc.requested); err != nil || got != tc.want {
 			t.Errorf("container %q of %v: %q, %v; want %q", tc.requested, tc.pod.Annotations, got, err, tc.want)
 		}
 	}
-	for _, requested := range []string{"init", "other"} {
-		_, err := containerOf(kind, "sb", pod, requested)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "container: Unsupported value: \""+requested+"\"") {
-			t.Errorf("container %q: %v; want a 422 naming container", requested, err)
+	// Only the one container the sandbox opens: never a sidecar, an init container or another
+	// name, even one of the pod's.
+	for _, tc := range []struct {
+		pod       *corev1.Pod
+		requested string
+	}{{pod, "sidecar"}, {pod, "init"}, {pod, "other"}, {annotated, "agent"}, {stale, "gone"}} {
+		_, err := containerOf(kind, "sb", tc.pod, tc.requested)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "container: Unsupported value: \""+tc.requested+"\"") {
+			t.Errorf("container %q of %v: %v; want a 422 naming container", tc.requested, tc.pod.Annotations, err)
 		}
 	}
 }

@@ -23,13 +23,21 @@ type Options struct {
 	MaxWaitersPerSandbox     int
 	MaxWaiters               int
 	MaxConnectionsPerSandbox int
+	// MaxConnections bounds the requests and connections one replica proxies to all sandboxes.
+	MaxConnections int
+	// MaxStreamsPerSandbox and MaxStreams bound the exec, attach and portforward sessions and
+	// followed logs one replica holds open, per sandbox and in all: each one is a hijacked
+	// connection, a second one to kube-apiserver and a few goroutines.
+	MaxStreamsPerSandbox int
+	MaxStreams           int
 }
 
 // NewOptions returns the defaults: a 30 s wake timeout (a cold pod with its image cached starts
 // well within it) and activity written every 5 s, which keeps the 10 s minimum idle timeout safe.
 func NewOptions() *Options {
 	return &Options{WakeTimeout: 30 * time.Second, ActivityInterval: 5 * time.Second,
-		MaxWaitersPerSandbox: 64, MaxWaiters: 1024, MaxConnectionsPerSandbox: 256}
+		MaxWaitersPerSandbox: 64, MaxWaiters: 1024, MaxConnectionsPerSandbox: 256, MaxConnections: 4096,
+		MaxStreamsPerSandbox: 32, MaxStreams: 1024}
 }
 
 // AddFlags adds the flags to fs.
@@ -44,6 +52,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How many proxied requests may wait at once, per server replica, for any sandboxes to wake or become Ready; past it a request gets a 429 with Retry-After.")
 	fs.IntVar(&o.MaxConnectionsPerSandbox, "proxy-max-connections-per-sandbox", o.MaxConnectionsPerSandbox,
 		"How many requests and upgraded connections one server replica proxies to one sandbox at once; past it a request gets a 429 with Retry-After.")
+	fs.IntVar(&o.MaxConnections, "proxy-max-connections", o.MaxConnections,
+		"How many requests and upgraded connections one server replica proxies to all sandboxes at once; past it a request gets a 429 with Retry-After.")
+	fs.IntVar(&o.MaxStreamsPerSandbox, "max-streams-per-sandbox", o.MaxStreamsPerSandbox,
+		"How many exec, attach and portforward sessions and followed logs one server replica holds open to one sandbox at once; past it a request gets a 429 with Retry-After.")
+	fs.IntVar(&o.MaxStreams, "max-streams", o.MaxStreams,
+		"How many exec, attach and portforward sessions and followed logs one server replica holds open to all sandboxes at once; past it a request gets a 429 with Retry-After.")
 }
 
 // Validate reports every invalid option.
@@ -60,7 +74,8 @@ func (o *Options) Validate() []error {
 		value int
 	}{
 		{"--proxy-max-waiters-per-sandbox", o.MaxWaitersPerSandbox}, {"--proxy-max-waiters", o.MaxWaiters},
-		{"--proxy-max-connections-per-sandbox", o.MaxConnectionsPerSandbox},
+		{"--proxy-max-connections-per-sandbox", o.MaxConnectionsPerSandbox}, {"--proxy-max-connections", o.MaxConnections},
+		{"--max-streams-per-sandbox", o.MaxStreamsPerSandbox}, {"--max-streams", o.MaxStreams},
 	} {
 		if bound.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", bound.flag, bound.value))

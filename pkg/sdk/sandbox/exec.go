@@ -4,7 +4,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -146,10 +145,18 @@ type Result struct {
 
 // Run runs command (no shell) and collects its output. A command that ran reports its exit
 // code in Result.ExitCode with a nil error; the error is for a command that could not run or
-// whose stream broke.
+// whose stream broke, or that wrote more than MaxRunOutputBytes on stdout or stderr (then an
+// ErrOutputTooLarge, and the command is stopped).
 func (s *Sandbox) Run(ctx context.Context, command ...string) (*Result, error) {
-	var stdout, stderr bytes.Buffer
-	err := s.Exec(ctx, ExecOptions{Command: command, Stdout: &stdout, Stderr: &stderr})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	name := commandName(command)
+	stdout := newBoundedBuffer(MaxRunOutputBytes, name+"'s stdout", cancel)
+	stderr := newBoundedBuffer(MaxRunOutputBytes, name+"'s stderr", cancel)
+	err := s.Exec(ctx, ExecOptions{Command: command, Stdout: stdout, Stderr: stderr})
+	if tooLarge := overflow(ctx); tooLarge != nil {
+		return nil, tooLarge
+	}
 	code := ExitCode(err)
 	if code < 0 {
 		return nil, err

@@ -6,7 +6,6 @@ package sandbox
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -123,17 +122,23 @@ func (s *Sandbox) sendTarOnce(ctx context.Context, dir string, write func(*tar.W
 		produced <- err
 		pw.CloseWithError(err)
 	}()
-	var stderr bytes.Buffer
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stderr := newBoundedBuffer(maxHelperStderrBytes, "tar -x's stderr", cancel)
 	// -m: the files get the time they are written, as kubectl cp does; -o: owned by the user tar
 	// runs as, whatever the archive says.
-	err := s.Exec(ctx, ExecOptions{Command: []string{"tar", "-xmof", "-", "-C", dir}, Stdin: pr, Stderr: &stderr})
+	err := s.Exec(ctx, ExecOptions{Command: []string{"tar", "-xmof", "-", "-C", notOption(dir)}, Stdin: pr, Stderr: stderr})
 	// tar may finish at the end-of-archive blocks, before the padding was read.
 	pr.CloseWithError(errTarDone)
-	if prodErr := <-produced; prodErr != nil && !errors.Is(prodErr, errTarDone) {
-		// The archive could not be made (a local file went away): nothing complete was sent.
-		return errors.Join(prodErr, commandError("tar -x", err, &stderr))
+	prodErr := <-produced
+	if tooLarge := overflow(ctx); tooLarge != nil {
+		return tooLarge
 	}
-	return commandError("tar -x", err, &stderr)
+	if prodErr != nil && !errors.Is(prodErr, errTarDone) {
+		// The archive could not be made (a local file went away): nothing complete was sent.
+		return errors.Join(prodErr, commandError("tar -x", err, stderr))
+	}
+	return commandError("tar -x", err, stderr)
 }
 
 // checkSizes compares the sizes of the files below dir with what was sent, in batches of paths
@@ -150,7 +155,7 @@ func (s *Sandbox) checkSizes(ctx context.Context, dir string, sizes tarSizes) er
 		names = names[n:]
 		args := []string{"stat", "-c", "%s", "--"}
 		for _, name := range chunk {
-			args = append(args, path.Join(dir, name))
+			args = append(args, notOption(path.Join(dir, name)))
 		}
 		res, err := s.Run(ctx, args...)
 		if err != nil {
@@ -257,14 +262,19 @@ func (s *Sandbox) CopyFrom(ctx context.Context, src, dst string) (skipped int, e
 // tarStream is the output of `tar -c` in the sandbox.
 type tarStream struct {
 	*io.PipeReader
-	stderr *bytes.Buffer
+	ctx    context.Context
+	stderr *boundedBuffer
 	done   chan error
 }
 
 // result is tar's failure when it had one, else err.
 func (t *tarStream) result(err error) error {
 	t.PipeReader.Close()
-	if execErr := commandError("tar -c", <-t.done, t.stderr); execErr != nil {
+	execErr := <-t.done
+	if tooLarge := overflow(t.ctx); tooLarge != nil {
+		return tooLarge
+	}
+	if execErr := commandError("tar -c", execErr, t.stderr); execErr != nil {
 		return execErr
 	}
 	return err
@@ -274,13 +284,15 @@ func (t *tarStream) result(err error) error {
 // a symbolic link points to rather than the link.
 func (s *Sandbox) receiveTar(ctx context.Context, dir, name string, follow bool) *tarStream {
 	pr, pw := io.Pipe()
-	t := &tarStream{PipeReader: pr, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := &tarStream{PipeReader: pr, ctx: ctx, stderr: newBoundedBuffer(maxHelperStderrBytes, "tar -c's stderr", cancel), done: make(chan error, 1)}
 	flags := "-cf"
 	if follow {
 		flags = "-chf"
 	}
 	go func() {
-		err := s.Exec(ctx, ExecOptions{Command: []string{"tar", flags, "-", "-C", dir, "--", name}, Stdout: pw, Stderr: t.stderr})
+		defer cancel(nil)
+		err := s.Exec(ctx, ExecOptions{Command: []string{"tar", flags, "-", "-C", notOption(dir), "--", name}, Stdout: pw, Stderr: t.stderr})
 		pw.CloseWithError(err)
 		t.done <- err
 	}()
@@ -289,7 +301,7 @@ func (s *Sandbox) receiveTar(ctx context.Context, dir, name string, follow bool)
 
 // commandError adds what a helper command (tar) wrote on stderr to its error. Its exit is not
 // passed on as an *ExitError: that is for the caller's own commands.
-func commandError(what string, err error, stderr *bytes.Buffer) error {
+func commandError(what string, err error, stderr fmt.Stringer) error {
 	if err == nil {
 		return nil
 	}
@@ -315,7 +327,8 @@ func (f FileInfo) IsDir() bool { return f.Mode.IsDir() }
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) (files []FileInfo, err error) {
 	ctx, span := s.startSpan(ctx, "sandbox.ListFiles", attribute.String("file.path", dir))
 	defer func() { endSpan(span, err) }()
-	res, err := s.Run(ctx, "find", dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "stat", "-c", "%s %Y %f %n", "{}", "+")
+	// A dir of "-delete" would be an expression of find: it is passed as "./-delete".
+	res, err := s.Run(ctx, "find", notOption(dir), "-mindepth", "1", "-maxdepth", "1", "-exec", "stat", "-c", "%s %Y %f %n", "{}", "+")
 	if err != nil {
 		return nil, err
 	}
