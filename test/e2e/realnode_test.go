@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,103 +41,77 @@ const (
 	minimalImage = "localhost/sandbox-apiserver/minimal:dev"
 )
 
-// realNodeShell is the main process of the shell templates: it logs a boot line, exits 7 on
+// realNodeShell is the main process of the shell containers: it logs a boot line, exits 7 on
 // SIGTERM (a test restarts the container with `kill -TERM 1`), and on SIGUSR1 turns into a
 // process that allocates 512 MiB (a test makes the main process break its memory limit).
-const realNodeShell = `command: [sh, -c]
-        args:
-        - |
-          trap 'exit 7' TERM
-          trap 'exec python3 -c "b = bytes(range(256)) * (2 << 20)"' USR1
-          echo "boot $(uname -n)"
-          while :; do sleep 600 & wait $!; done`
+const realNodeShell = `trap 'exit 7' TERM; trap 'exec python3 -c "b = bytes(range(256)) * (2 << 20)"' USR1; ` +
+	`echo "boot $(uname -n)"; while :; do sleep 600 & wait $!; done`
+
+// shellContainer is a container named name of the sandbox image running realNodeShell, in
+// YAML's flow style, with extra fields ("key: value, ...") added.
+func shellContainer(name, extra string) string {
+	c := fmt.Sprintf("{name: %s, image: %s, command: [sh, -c, %s]", name, sandboxImage, yamlQuote(realNodeShell))
+	if extra != "" {
+		c += ", " + extra
+	}
+	return c + "}"
+}
+
+// sandboxHTTPServer is the HTTP server of httpPodSpec's sandboxes: /healthz answers "ok", any
+// other path "hello from PATH".
+const sandboxHTTPServer = `import http.server
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        body = b"ok\n" if path == "/healthz" else ("hello from " + path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("", 8080), Handler).serve_forever()
+`
+
+// httpPodSpec is the pod spec, in YAML's flow style, of a sandbox serving sandboxHTTPServer on
+// port 8080, declared as "http"; it is Ready once the server listens.
+var httpPodSpec = fmt.Sprintf(`{terminationGracePeriodSeconds: 1, containers: [{name: agent, image: %s, command: [python3, -c, %s], `+
+	`ports: [{name: http, containerPort: 8080}], readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}]}`,
+	sandboxImage, yamlQuote(sandboxHTTPServer))
+
+// yamlQuote quotes s as a YAML (JSON) string.
+func yamlQuote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // realNodeTemplates are the templates the real-node tests claim from: shell (the sandbox image
 // with realNodeShell), web (python3's HTTP server on two declared ports), small (shell with a
 // 64 MiB memory limit), userns (shell in a user namespace), minimal (the image without a shell)
 // and volume (shell with a persistent volume at /work).
-var realNodeTemplates = fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
+var realNodeTemplates = strings.Join([]string{
+	realNodeTemplate("shell", "", shellContainer("agent", "")),
+	realNodeTemplate("web", "", fmt.Sprintf("{name: agent, image: %s, workingDir: /tmp, command: [sh, -c, %s], "+
+		"ports: [{name: http, containerPort: 8080}, {name: alt, containerPort: 9090}], readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}",
+		sandboxImage, yamlQuote("echo served-by-$(uname -n) > index.txt; python3 -m http.server 9090 & exec python3 -m http.server 8080"))),
+	realNodeTemplate("small", "", shellContainer("agent", "resources: {limits: {memory: 64Mi}, requests: {memory: 64Mi}}")),
+	realNodeTemplate("userns", "hostUsers: false, ", shellContainer("agent", "")),
+	realNodeTemplate("minimal", "", "{name: agent, image: "+minimalImage+"}"),
+	realNodeTemplate("volume", "", shellContainer("agent", "volumeMounts: [{name: work, mountPath: /work}]")) +
+		"  volumeClaimTemplates: [{metadata: {name: work}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]\n",
+}, "---\n")
+
+// realNodeTemplate is a SandboxTemplate named name whose pod has podFields ("key: value, ...")
+// and the one container given in YAML's flow style.
+func realNodeTemplate(name, podFields, container string) string {
+	return fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate
-metadata: {name: shell}
+metadata: {name: %s}
 spec:
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: agent
-        image: %[1]s
-        %[3]s
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: web}
-spec:
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: agent
-        image: %[1]s
-        workingDir: /tmp
-        command: [sh, -c, 'echo served-by-$(uname -n) > index.txt; python3 -m http.server 9090 & exec python3 -m http.server 8080']
-        ports: [{name: http, containerPort: 8080}, {name: alt, containerPort: 9090}]
-        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: small}
-spec:
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: agent
-        image: %[1]s
-        resources: {limits: {memory: 64Mi}, requests: {memory: 64Mi}}
-        %[3]s
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: userns}
-spec:
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      hostUsers: false
-      containers:
-      - name: agent
-        image: %[1]s
-        %[3]s
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: minimal}
-spec:
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: agent
-        image: %[2]s
----
-apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: volume}
-spec:
-  volumeClaimTemplates:
-  - metadata: {name: work}
-    spec:
-      accessModes: [ReadWriteOnce]
-      resources: {requests: {storage: 1Gi}}
-  podTemplate:
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: agent
-        image: %[1]s
-        volumeMounts: [{name: work, mountPath: /work}]
-        %[3]s
-`, sandboxImage, minimalImage, realNodeShell)
+  podTemplate: {spec: {terminationGracePeriodSeconds: 1, %scontainers: [%s]}}
+`, name, podFields, container)
+}
 
 // requireRealNode skips the test unless the plane runs a real node (a Ready Node that kwok does
 // not fake): hack/local-up.sh starts one only as root on Linux.
