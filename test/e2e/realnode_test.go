@@ -234,14 +234,15 @@ func TestRealNodeExec(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		go func() {
-			// The command waits (in the sandbox) for its terminal's size to change.
+			// The command waits (in the sandbox) for its terminal's first size, then for a change.
 			done <- sb.Exec(ctx, sandbox.ExecOptions{
-				Command: []string{"sh", "-c", `stty size; [ -t 0 ] && echo is-a-tty; while [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; stty size`},
+				Command: []string{"sh", "-c", `[ -t 0 ] && echo is-a-tty; until [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; echo first-size; ` +
+					`while [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; stty size`},
 				Stdin:   stdin, Stdout: out, TTY: true, TerminalSizes: sizes,
 			})
 		}()
 		eventually(t, waitTimeout, "the first size in the terminal", func() (bool, string) {
-			return strings.Contains(out.String(), "24 80\r\nis-a-tty\r\n"), out.String()
+			return strings.Contains(out.String(), "is-a-tty\r\nfirst-size\r\n"), out.String()
 		})
 		sizes <- remotecommand.TerminalSize{Width: 120, Height: 40}
 		select {
@@ -480,7 +481,8 @@ func TestRealNodeIsolation(t *testing.T) {
 
 	// A process of b, named by tag, that outlives the exec.
 	runOK(t, b, "sh", "-c", "nohup python3 -c 'import time; time.sleep(600)' "+tag+" >/dev/null 2>&1 &")
-	findTag := "grep -l " + tag + " /proc/[0-9]*/cmdline 2>/dev/null | grep -v /proc/self/ | wc -l"
+	// "[o]nly-in-b-..." matches the tag but not the command lines of this grep and its shell.
+	findTag := "grep -l '[o]" + tag[1:] + "' /proc/[0-9]*/cmdline 2>/dev/null | wc -l"
 	eventually(t, waitTimeout, "b to see its own process", func() (bool, string) {
 		out := runOK(t, b, "sh", "-c", findTag)
 		return strings.TrimSpace(out) != "0", out
