@@ -22,7 +22,7 @@ import (
 )
 
 // realNodeImage is the sandbox image hack/local-up.sh imports into the real node's containerd.
-const realNodeImage = "localhost/sandbox-apiserver/sandbox:dev"
+const realNodeImage = "localhost/sandbox:local"
 
 // FirstCommandRun is one series of time-to-first-command measurements.
 type FirstCommandRun struct {

@@ -36,9 +36,9 @@ import (
 // The images the plane imports into the real node's containerd.
 const (
 	// sandboxImage has a shell, coreutils, tar and python3.
-	sandboxImage = "localhost/sandbox-apiserver/sandbox:dev"
+	sandboxImage = "localhost/sandbox:local"
 	// minimalImage has no shell: one static program that waits.
-	minimalImage = "localhost/sandbox-apiserver/minimal:dev"
+	minimalImage = "localhost/noshell:local"
 )
 
 // realNodeShell is the main process of the shell containers: it logs a boot line, exits 7 on
