@@ -321,4 +321,4 @@ func onKwok(spec corev1.PodSpec) corev1.PodSpec {
 }
 
 // kwokTaintKey is the key of the taint hack/local-up.sh puts on the kwok nodes.
-const kwokTaintKey = "kwok.x-k8s.io/node"
+const kwokTaintKey = "sandbox-apiserver.dev/kwok"

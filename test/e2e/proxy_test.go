@@ -101,7 +101,7 @@ func proxyPodSpec(port int) string {
 
 // onKwok are the pod spec fields, in YAML's flow style, that place a pod on the plane's kwok
 // nodes, whose taint keeps every other pod off them.
-const onKwok = `nodeSelector: {type: kwok}, tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]`
+const onKwok = `nodeSelector: {type: kwok}, tolerations: [{key: sandbox-apiserver.dev/kwok, operator: Exists, effect: NoSchedule}]`
 
 // restConfig is the client configuration of kubeconfig.
 func restConfig(t *testing.T, kubeconfig string) *restclient.Config {
