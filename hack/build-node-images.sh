@@ -3,7 +3,7 @@
 # (no registry is reachable here), each cached under a key of its inputs and linked into
 # _output/tools/images/:
 #
-#   localhost/sandbox:local  a shell (bash, dash as /bin/sh), coreutils, tar, gzip, grep, sed,
+#   localhost/sandbox:local  a shell (bash, dash as /bin/sh), coreutils, tar, gzip, grep, sed, hostname,
 #                            findutils, procps and python3, unpacked from Debian packages (the
 #                            resolver of this machine's apt picks them and their dependencies;
 #                            nothing is configured or run), idling in /usr/local/bin/pause
@@ -29,7 +29,7 @@ OUT_IMAGES="${ROOT}/_output/tools/images"
 IMAGE_CREATED="2026-01-01T00:00:00Z"
 # The sandbox image's Debian packages; apt adds their dependencies. usr-is-merged stands for the
 # merged /usr this image is built with (else apt picks usrmerge, and with it perl).
-SANDBOX_DEBS=(base-files usr-is-merged bash dash coreutils tar gzip grep sed findutils procps python3 libc-bin)
+SANDBOX_DEBS=(base-files usr-is-merged bash dash coreutils tar gzip grep sed findutils procps hostname python3 libc-bin)
 PATH_ENV="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # sandbox_deb_files: the .deb file names (NAME_VERSION_ARCH.deb) apt would fetch to install
