@@ -12,6 +12,8 @@
 #        hack/local-up.sh kill-sandbox-apiserver   (SIGKILL, no graceful stop)
 #        hack/local-up.sh stop-sandbox-etcd|start-sandbox-etcd
 #        hack/local-up.sh restart-kube-apiserver   (stop and start it alone, wait for /readyz)
+#        hack/local-up.sh restart-kubelet|restart-containerd   (the real node's; its containers
+#                                                 keep running)
 #
 # start is idempotent: running components are left alone, stopped ones are
 # started. A sandbox-apiserver found running an embedded etcd (as a version of
@@ -1001,6 +1003,15 @@ cmd_restart_kube_apiserver() {
   start_component kube-apiserver
 }
 
+# cmd_restart_node_component NAME stops and starts the real node's kubelet or containerd alone;
+# the containers run on (containerd's shims keep them) and kubelet finds them again.
+cmd_restart_node_component() {
+  prepare
+  is_running "$1" || die "$1 is not running (no real node here: hack/local-up.sh status)"
+  stop_component "$1"
+  start_component "$1"
+}
+
 # usage prints the comment block at the top of this file.
 usage() {
   awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}" >&2
@@ -1019,5 +1030,6 @@ case "${1:-}" in
   start-sandbox-etcd) cmd_start_sandbox_etcd ;;
   stop-sandbox-etcd) stop_component sandbox-etcd ;;
   restart-kube-apiserver) cmd_restart_kube_apiserver ;;
+  restart-kubelet|restart-containerd) cmd_restart_node_component "${1#restart-}" ;;
   *) usage ;;
 esac
