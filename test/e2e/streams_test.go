@@ -275,7 +275,10 @@ func TestSandboxClaimPortForward(t *testing.T) {
 	t.Parallel()
 	ns, _, _, cfg := streamsTenant(t)
 	if res := execIn(t, cfg, streamURL(t, cfg, extensionsGroup, ns, "sandboxclaims", "mine", "exec",
-		execQuery(false, "sh", "-c", `nohup python3 -c "$0" >/dev/null 2>&1 &`, sandboxHTTPServer)), "websocket", nil); res.err != nil {
+		// A forward ends at its first refused connection: the exec returns once the server listens.
+		execQuery(false, "sh", "-c", `nohup python3 -c "$0" >/dev/null 2>&1 & `+
+			`until python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8080))' 2>/dev/null; do sleep 0.1; done`,
+			sandboxHTTPServer)), "websocket", nil); res.err != nil {
 		t.Fatalf("starting the sandbox's HTTP server: %v", res.err)
 	}
 	const port = 8080
@@ -291,7 +294,6 @@ func TestSandboxClaimPortForward(t *testing.T) {
 	}
 	for protocol, dialer := range map[string]httpstream.Dialer{"spdy": spdyDialer, "websocket": wsDialer} {
 		local := forward(t, dialer, port)
-		// The server may still be starting: its first connections are refused.
 		if body := httpGetEventually(t, fmt.Sprintf("http://127.0.0.1:%d/through-%s", local, protocol)); body != "hello from /through-"+protocol {
 			t.Errorf("%s: the forwarded server answered %q", protocol, body)
 		}
