@@ -26,7 +26,7 @@ const realNodeImage = "localhost/sandbox:local"
 
 // FirstCommandRun is one series of time-to-first-command measurements.
 type FirstCommandRun struct {
-	Source string `json:"source"` // "warm pool" or "template"
+	Source string `json:"source"` // warm or cold, and the pool or template claimed from
 	Runs   int    `json:"runs"`
 	// From the start of the claim's create to the first byte of the first command's output, as
 	// the SDK's caller sees it: Claim (create, watch until Ready), then Run.
@@ -91,9 +91,9 @@ func BenchmarkTimeToFirstCommand(b *testing.B) {
 	res.Warm = c.firstCommandRuns(b, client, ns, sandbox.FromPool("pool"), "warm", runs)
 
 	fmt.Printf("\nTime to first command on the real node %s, %s (%d CPUs), one claim at a time\n", node, res.Machine.CPUModel, res.Machine.NumCPU)
-	fmt.Printf("%-10s %5s %9s %9s %9s %9s %12s %12s %11s %11s %6s\n", "source", "runs", "p50 ms", "p90 ms", "p99 ms", "max ms", "Ready p50", "Ready p99", "exec p50", "exec p99", "warm")
+	fmt.Printf("%-22s %5s %9s %9s %9s %9s %12s %12s %11s %11s %6s\n", "source", "runs", "p50 ms", "p90 ms", "p99 ms", "max ms", "Ready p50", "Ready p99", "exec p50", "exec p99", "warm")
 	for _, r := range []FirstCommandRun{res.Warm, res.Cold} {
-		fmt.Printf("%-10s %5d %9.1f %9.1f %9.1f %9.1f %10.1fms %10.1fms %9.1fms %9.1fms %6d\n", r.Source, r.Runs,
+		fmt.Printf("%-22s %5d %9.1f %9.1f %9.1f %9.1f %10.1fms %10.1fms %9.1fms %9.1fms %6d\n", r.Source, r.Runs,
 			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.ReadyP50Ms, r.ReadyP99Ms, r.ExecP50Ms, r.ExecP99Ms, r.WarmAdoptions)
 	}
 	if err := writeJSON(c.outFile("first-command.json"), res); err != nil {
@@ -143,7 +143,7 @@ func (c *cluster) firstCommandTemplate(b *testing.B, ns string) {
 // time to the first output of `echo first`.
 func (c *cluster) firstCommandRuns(b *testing.B, client *sandbox.Client, ns string, source sandbox.Source, prefix string, runs int) FirstCommandRun {
 	b.Helper()
-	run := FirstCommandRun{Source: source.String(), Runs: runs}
+	run := FirstCommandRun{Source: prefix + " (" + source.String() + ")", Runs: runs}
 	var total, ready, execs []time.Duration
 	for i := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
