@@ -67,7 +67,7 @@ sandbox_rootfs() {
   # unprivileged _apt user may not reach: it downloads as root).
   # shellcheck disable=SC2046 # one NAME=VERSION word per package
   (cd "${debs}" && apt-get download -q -o APT::Sandbox::User=root $(sed -E 's/^([^_]+)_([^_]+)_.*/\1=\2/; s/%3a/:/g' <<<"${files}") >/dev/null) ||
-    die "images: apt-get download of the sandbox image's packages failed"
+    { log "images: apt-get download of the sandbox image's packages failed"; return 1; }
   for deb in "${debs}"/*.deb; do
     dpkg-deb --fsys-tarfile "${deb}" | tar -x --keep-directory-symlink -C "${dir}"
   done
@@ -100,7 +100,7 @@ image() {
     tmp="$(mktemp -d "${CACHE}/.node-image.XXXXXX")"
     mkdir -p "${tmp}/rootfs/usr/local/bin"
     install -m 0755 "${BIN}/pause" "${tmp}/rootfs/usr/local/bin/pause"
-    "${rootfs_fn}" "${tmp}/rootfs" "${DEB_FILES}"
+    "${rootfs_fn}" "${tmp}/rootfs" "${DEB_FILES}" || { rm -rf "${tmp}"; return 1; }
     "${BIN}/rootfs" --rootfs "${tmp}/rootfs" --name "localhost/${name}:local" --out "${tmp}/${name}.tar" \
       --created "${IMAGE_CREATED}" --cmd "${cmd}" --env "${PATH_ENV}" >"${tmp}/${name}.digest" ||
       die "images: ${name}: writing the archive failed"
@@ -111,6 +111,16 @@ image() {
   ln -sfn "${dir}/${name}.tar" "${OUT_IMAGES}/${name}.tar"
 }
 
+# sandbox_key TOOLS_KEY: the sandbox image's key: the binaries', the packages' and how they are
+# put together.
+sandbox_key() {
+  {
+    echo "$1"
+    echo "${DEB_FILES}"
+    declare -f sandbox_rootfs
+  } | sha256sum | cut -c1-16
+}
+
 main() {
   CACHE="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
   mkdir -p "${CACHE}" "${OUT_IMAGES}"
@@ -118,18 +128,21 @@ main() {
   trap 'rm -rf "${BIN}"' EXIT
   build_tools_into "${BIN}"
   DEB_FILES="$(sandbox_deb_files)"
-  local tools_key sandbox_key
+  local tools_key
   # The key of the binaries in every image: the builder's sources, pins and toolchain.
   tools_key="$({
     cat "${ROOT}"/hack/image/go.mod "${ROOT}"/hack/image/go.sum "${ROOT}"/hack/image/pause/*.go "${ROOT}"/hack/image/rootfs/*.go
     "${GO}" env GOVERSION GOARCH
   } | sha256sum | cut -c1-16)"
-  sandbox_key="$({
-    echo "${tools_key}"
-    echo "${DEB_FILES}"
-    declare -f sandbox_rootfs
-  } | sha256sum | cut -c1-16)"
-  image sandbox "${sandbox_key}" sandbox_rootfs '["/usr/local/bin/pause"]'
+  # Stale package lists name revisions the mirror no longer has: update them once and retry.
+  if ! image sandbox "$(sandbox_key "${tools_key}")" sandbox_rootfs '["/usr/local/bin/pause"]'; then
+    [[ "$(id -u)" == 0 ]] || die "images: cannot fetch the sandbox image's packages (apt-get update as root)"
+    log "images: running apt-get update once and retrying"
+    apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
+    DEB_FILES="$(sandbox_deb_files)"
+    image sandbox "$(sandbox_key "${tools_key}")" sandbox_rootfs '["/usr/local/bin/pause"]' ||
+      die "images: apt-get download of the sandbox image's packages failed"
+  fi
   image noshell "${tools_key}" noshell_rootfs '["/usr/local/bin/pause"]'
   image pause "${tools_key}" noshell_rootfs '["/usr/local/bin/pause"]'
 }
