@@ -238,7 +238,7 @@ func TestRealNodeExec(t *testing.T) {
 			done <- sb.Exec(ctx, sandbox.ExecOptions{
 				Command: []string{"sh", "-c", `[ -t 0 ] && echo is-a-tty; until [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; echo first-size; ` +
 					`while [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; stty size`},
-				Stdin:   stdin, Stdout: out, TTY: true, TerminalSizes: sizes,
+				Stdin: stdin, Stdout: out, TTY: true, TerminalSizes: sizes,
 			})
 		}()
 		eventually(t, waitTimeout, "the first size in the terminal", func() (bool, string) {
