@@ -91,7 +91,8 @@ bench: build tools
 bench-compare:
 	hack/bench-compare.sh
 
-# Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) and helm built from the module proxy.
+# Upstream Kubernetes binaries (kube-apiserver, kubectl, etcd, kwok, ...) and helm built from the module proxy;
+# as root on Linux also the real node's kubelet, containerd and runc, and its images (docs/local-plane.md).
 tools:
 	hack/build-tools.sh
 
@@ -99,6 +100,7 @@ run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
 
+# Stops the plane and undoes what its real node did to the host (docs/local-plane.md).
 down:
 	hack/local-up.sh stop
 

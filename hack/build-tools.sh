@@ -7,17 +7,30 @@
 # them into _output/tools/bin/. Also copies kwok's Stage files into
 # _output/tools/kwok-stages/. A second run only re-links.
 #
+# The local plane's real node (hack/local-up.sh runs it as root on Linux) needs
+# kubelet (from the same k8s.io/kubernetes pin), containerd, its runc shim and
+# ctr (hack/tools/containerd/go.mod), runc (hack/tools/runc/go.mod, with cgo
+# and libseccomp) and Debian's CNI plugins; those are built or installed too
+# where the node can run (root on Linux), or when LOCAL_NODE=true.
+#
+# Usage: hack/build-tools.sh [all|plane|node]   (default all)
+#
 # Environment:
 #   SANDBOX_TOOLS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/sandbox-apiserver/tools)
 #   GO                   go command (default: go)
+#   LOCAL_NODE           [auto] true: build the node's tools; false: never; auto:
+#                        when running as root on Linux
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/lib/common.sh"
+source "${ROOT}/hack/lib/debian.sh"
 
 GO="${GO:-go}"
 TOOLS_MOD="${ROOT}/hack/tools"
 HELM_MOD="${ROOT}/hack/tools/helm"
+CONTAINERD_MOD="${ROOT}/hack/tools/containerd"
+RUNC_MOD="${ROOT}/hack/tools/runc"
 OUT_BIN="${ROOT}/_output/tools/bin"
 OUT_STAGES="${ROOT}/_output/tools/kwok-stages"
 
@@ -41,6 +54,17 @@ TOOLS=(
   "kubectl|k8s.io/kubernetes/cmd/kubectl"
   "etcd|go.etcd.io/etcd/server/v3"
   "kwok|sigs.k8s.io/kwok/cmd/kwok"
+)
+
+# The real node's binaries, each from the module named first: kubelet from k8s.io/kubernetes
+# (not imported in hack/tools/tools.go: that would add Windows-only modules to go.mod and with
+# them a new cache key for every tool).
+NODE_TOOLS=(
+  "TOOLS_MOD|kubelet|k8s.io/kubernetes/cmd/kubelet"
+  "CONTAINERD_MOD|containerd|github.com/containerd/containerd/v2/cmd/containerd"
+  "CONTAINERD_MOD|containerd-shim-runc-v2|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+  "CONTAINERD_MOD|ctr|github.com/containerd/containerd/v2/cmd/ctr"
+  "RUNC_MOD|runc|github.com/opencontainers/runc"
 )
 
 KWOK_STAGES=(
@@ -75,7 +99,9 @@ kube_ldflags() {
 
 ldflags_for() {
   case "$1" in
-    kube-*|kubectl) kube_ldflags ;;
+    kube-*|kubectl|kubelet) kube_ldflags ;;
+    containerd*|ctr) echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$(module_pin "${CONTAINERD_MOD}" github.com/containerd/containerd/v2)" ;;
+    runc) echo "-s -w -X main.version=$(module_pin "${RUNC_MOD}" github.com/opencontainers/runc | sed 's/^v//') -extldflags -static-pie" ;;
     kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
     helm)
       local flags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" pkg
@@ -84,6 +110,29 @@ ldflags_for() {
       done
       echo "${flags}" ;;
     *) echo "-s -w" ;;
+  esac
+}
+
+# module_pin MODDIR MODULE: the version MODDIR's go.mod requires of MODULE.
+module_pin() {
+  awk -v m="$2" '($1 == "require" && $2 == m) { print $3; exit } $1 == m && $2 ~ /^v/ { print $2; exit }' "$1/go.mod"
+}
+
+# build_env_for NAME, build_flags_for NAME: the environment and extra flags of
+# NAME's go build. containerd without the snapshotters that need cgo (the node
+# uses overlayfs); runc static with cgo, for libseccomp (seccomp profiles), as
+# runc's own release builds it.
+build_env_for() {
+  case "$1" in
+    runc) echo "CGO_ENABLED=1" ;;
+    *) echo "CGO_ENABLED=0" ;;
+  esac
+}
+
+build_flags_for() {
+  case "$1" in
+    containerd*|ctr) echo "-tags=no_btrfs,no_devmapper,no_zfs" ;;
+    runc) echo "-tags=seccomp,netgo,osusergo,urfave_cli_no_docs -buildmode=pie" ;;
   esac
 }
 
@@ -97,7 +146,8 @@ build_tool() {
     log "${name}: building ${pkg} ..."
     # Build to a temporary name and rename, so an interrupted build never
     # leaves a truncated binary that a later run would take as cached.
-    (cd "${mod}" && CGO_ENABLED=0 "${GO}" build -trimpath \
+    # shellcheck disable=SC2046 # words: VAR=VALUE assignments for env, flags for go build
+    (cd "${mod}" && env $(build_env_for "${name}") "${GO}" build -trimpath $(build_flags_for "${name}") \
       -ldflags="$(ldflags_for "${name}")" \
       -o "${cache_dir}/${name}.tmp.$$" "${pkg}") \
       || { rm -f "${cache_dir}/${name}.tmp.$$"; die "${name}: build failed"; }
@@ -108,16 +158,18 @@ build_tool() {
   ln -sfn "${cache_dir}/${name}" "${OUT_BIN}/${name}"
 }
 
-main() {
-  command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
-  local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
-  local cache_dir helm_cache_dir
-  cache_dir="${cache_root}/$(cache_key "${TOOLS_MOD}")"
-  helm_cache_dir="${cache_root}/helm-$(cache_key "${HELM_MOD}")"
-  mkdir -p "${cache_dir}" "${helm_cache_dir}" "${OUT_BIN}" "${OUT_STAGES}"
-  log "tools cache: ${cache_dir} (helm: ${helm_cache_dir})"
+# node_wanted: whether this machine builds the real node's tools (see LOCAL_NODE).
+node_wanted() {
+  case "${LOCAL_NODE:-auto}" in
+    true) return 0 ;;
+    false) return 1 ;;
+    auto) [[ "$(uname -s)" == Linux && "$(id -u)" == 0 ]] ;;
+    *) die "LOCAL_NODE must be auto, true or false, got ${LOCAL_NODE}" ;;
+  esac
+}
 
-  local entry total_start=${SECONDS} built=0
+build_plane_tools() {
+  local cache_dir="$1" helm_cache_dir="$2" entry
   for entry in "${TOOLS[@]}"; do
     build_tool "${TOOLS_MOD}" "${cache_dir}" "${entry%%|*}" "${entry#*|}"
   done
@@ -128,12 +180,58 @@ main() {
   (cd "${TOOLS_MOD}" && "${GO}" mod download sigs.k8s.io/kwok) || die "cannot download the kwok module"
   kwok_dir="$(cd "${TOOLS_MOD}" && "${GO}" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   [[ -n "${kwok_dir}" && -d "${kwok_dir}" ]] || die "kwok module source not found (go mod download in hack/tools)"
+  mkdir -p "${OUT_STAGES}"
   for rel in "${KWOK_STAGES[@]}"; do
     [[ -f "${kwok_dir}/${rel}" ]] || die "kwok stage file missing: ${rel}"
     install -m 0644 "${kwok_dir}/${rel}" "${OUT_STAGES}/$(basename "${rel}")"
   done
+}
 
-  log "tools ready in _output/tools/bin (${built} built, $((SECONDS - total_start))s); kwok stages in _output/tools/kwok-stages"
+# build_node_tools CACHE_ROOT CACHE_DIR: kubelet into CACHE_DIR (it shares the control plane's
+# module and most of kube-apiserver's packages), containerd and runc into directories of their
+# own modules' keys (runc's also covers the libseccomp it links), Debian's CNI plugins and
+# libseccomp-dev from apt, then the node's images (hack/build-node-images.sh).
+build_node_tools() {
+  local cache_root="$1" cache_dir="$2" containerd_cache runc_cache entry mod
+  ensure_debs libseccomp-dev containernetworking-plugins
+  containerd_cache="${cache_root}/containerd-$(cache_key "${CONTAINERD_MOD}")"
+  runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | sha256sum | cut -c1-16)"
+  mkdir -p "${containerd_cache}" "${runc_cache}"
+  for entry in "${NODE_TOOLS[@]}"; do
+    IFS='|' read -r mod name pkg <<<"${entry}"
+    case "${mod}" in
+      TOOLS_MOD) build_tool "${TOOLS_MOD}" "${cache_dir}" "${name}" "${pkg}" ;;
+      CONTAINERD_MOD) build_tool "${CONTAINERD_MOD}" "${containerd_cache}" "${name}" "${pkg}" ;;
+      RUNC_MOD) build_tool "${RUNC_MOD}" "${runc_cache}" "${name}" "${pkg}" ;;
+    esac
+  done
+  SANDBOX_TOOLS_CACHE="${cache_root}" "${ROOT}/hack/build-node-images.sh"
+}
+
+main() {
+  local what="${1:-all}"
+  case "${what}" in all|plane|node) ;; *) die "usage: hack/build-tools.sh [all|plane|node]" ;; esac
+  command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
+  local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+  local cache_dir helm_cache_dir
+  cache_dir="${cache_root}/$(cache_key "${TOOLS_MOD}")"
+  helm_cache_dir="${cache_root}/helm-$(cache_key "${HELM_MOD}")"
+  mkdir -p "${cache_dir}" "${helm_cache_dir}" "${OUT_BIN}"
+  log "tools cache: ${cache_dir} (helm: ${helm_cache_dir})"
+
+  local total_start=${SECONDS} built=0 name pkg
+  [[ "${what}" == node ]] || build_plane_tools "${cache_dir}" "${helm_cache_dir}"
+  if [[ "${what}" != plane ]]; then
+    if node_wanted; then
+      build_node_tools "${cache_root}" "${cache_dir}"
+    elif [[ "${what}" == node ]]; then
+      die "the real node's tools are built as root on Linux (or with LOCAL_NODE=true)"
+    else
+      log "not root on Linux: the real node's tools are not built (hack/local-up.sh runs kwok's nodes alone)"
+    fi
+  fi
+
+  log "tools ready in _output/tools/bin (${built} built, $((SECONDS - total_start))s)"
 }
 
 main "$@"

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Local control plane: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok (fake Nodes that run Pods), sandbox-etcd (the etcd of
-# sandbox-apiserver alone) and sandbox-apiserver behind the aggregator, all as
-# background processes on 127.0.0.1. They start in this order and stop in the
-# reverse one.
+# kube-scheduler, kwok (fake Nodes that run Pods), a real node (containerd and
+# kubelet: see hack/lib/node.sh and docs/local-plane.md) when run as root on
+# Linux, sandbox-etcd (the etcd of sandbox-apiserver alone) and
+# sandbox-apiserver behind the aggregator, all as background processes on
+# 127.0.0.1 (kubelet on its bridge's address). They start in this order and
+# stop in the reverse one; stop also undoes what the real node did to the host.
 #
 # Usage: hack/local-up.sh start|stop|status|restart
 #        hack/local-up.sh start-sandbox-apiserver|stop-sandbox-apiserver|restart-sandbox-apiserver
 #        hack/local-up.sh kill-sandbox-apiserver   (SIGKILL, no graceful stop)
 #        hack/local-up.sh stop-sandbox-etcd|start-sandbox-etcd
 #        hack/local-up.sh restart-kube-apiserver   (stop and start it alone, wait for /readyz)
+#        hack/local-up.sh restart-kubelet|restart-containerd   (the real node's; its containers
+#                                                 keep running)
 #
 # start is idempotent: running components are left alone, stopped ones are
 # started. A sandbox-apiserver found running an embedded etcd (as a version of
@@ -45,6 +49,13 @@
 #   APISERVICE_TIMEOUT [120]  seconds the APIServices have to become Available,
 #                             then again for kube-apiserver to serve their OpenAPI
 #   STOP_TIMEOUT [20]         seconds between SIGTERM and SIGKILL
+#   LOCAL_NODE [auto]         the real node: auto runs it as root on Linux when
+#                             make tools built it, true insists, false never
+#   NODE_NAME [local-node]    its Node's name
+#   KUBELET_PORT [10250] KUBELET_HEALTHZ_PORT [10248]
+#   NODE_POD_CIDR [10.88.0.0/24]  its pods' addresses; the first is the node's,
+#                             on the bridge NODE_BRIDGE [sandbox0]
+#   CNI_BIN_DIR [/usr/lib/cni]  Debian's CNI plugins
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,6 +92,8 @@ START_TIMEOUT="${START_TIMEOUT:-90}"
 APISERVICE_TIMEOUT="${APISERVICE_TIMEOUT:-120}"
 STOP_TIMEOUT="${STOP_TIMEOUT:-20}"
 
+source "${ROOT}/hack/lib/node.sh"
+
 SERVICE_CIDR="10.0.0.0/24"
 SERVICE_IP="10.0.0.1"
 SANDBOX_USER="system:sandbox-apiserver"
@@ -102,7 +115,8 @@ OPENAPI_KINDS=(
 OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 
 # Start order; stop runs it backwards.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok sandbox-etcd sandbox-apiserver)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
+NODE_COMPONENTS=" containerd kubelet "
 
 kubectl_admin() {
   "${TOOLS_BIN}/kubectl" --kubeconfig "${ADMIN_KUBECONFIG}" --request-timeout=20s "$@"
@@ -126,6 +140,7 @@ component_ports() {
     kube-controller-manager) echo "${KUBE_CONTROLLER_MANAGER_PORT}" ;;
     kube-scheduler) echo "${KUBE_SCHEDULER_PORT}" ;;
     kwok) echo "${KWOK_PORT}" ;;
+    kubelet) echo "${KUBELET_PORT} ${KUBELET_HEALTHZ_PORT}" ;;
     sandbox-etcd) echo "${SANDBOX_ETCD_PORT} ${SANDBOX_ETCD_PEER_PORT}" ;;
     sandbox-apiserver) echo "${SANDBOX_APISERVER_PORT}" ;;
   esac
@@ -734,12 +749,19 @@ make_nodes() {
     fail kwok "nodes not Ready after ${START_TIMEOUT}s"
   fi
   for node in "${names[@]}"; do
-    if kubectl_admin get node "${node}" -o jsonpath='{.spec.taints[*].key}' |
-      grep -qw node.kubernetes.io/not-ready; then
-      kubectl_admin taint node "${node}" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
-    fi
+    lift_not_ready_taint "${node}"
   done
+  KWOK_NODE_NAMES=("${names[@]}")
   log "nodes: ${names[*]} Ready and schedulable"
+}
+
+# lift_not_ready_taint NODE: removes the taint NodeTaint admission put on a new Node (there is no
+# node lifecycle controller to lift it once the Node is Ready).
+lift_not_ready_taint() {
+  if kubectl_admin get node "$1" -o jsonpath='{.spec.taints[*].key}' |
+    grep -qw node.kubernetes.io/not-ready; then
+    kubectl_admin taint node "$1" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
+  fi
 }
 
 wait_apiservices() {
@@ -829,9 +851,11 @@ cmd_start() {
   prepare
   # Check every port before starting anything, so a conflict is reported
   # before half a cluster is up.
-  local name
+  local name node=false
+  node_enabled && node=true
   for name in "${COMPONENTS[@]}"; do
     [[ "${name}" == sandbox-apiserver && -n "${SKIP_SANDBOX_APISERVER}" ]] && continue
+    [[ "${NODE_COMPONENTS}" == *" ${name} "* && "${node}" == false ]] && continue
     is_running "${name}" || check_ports_free "${name}"
   done
   if [[ -z "${SKIP_SANDBOX_APISERVER}" ]] && ! sandbox_binary_present; then
@@ -845,6 +869,11 @@ cmd_start() {
   start_component kube-scheduler
   start_component kwok
   make_nodes
+  if [[ "${node}" == true ]]; then
+    start_component containerd
+    start_component kubelet
+  fi
+  taint_kwok_nodes "${KWOK_NODE_NAMES[@]}"
   start_sandbox_etcd_first
   if [[ -n "${SKIP_SANDBOX_APISERVER}" ]]; then
     log "SKIP_SANDBOX_APISERVER set: sandbox-apiserver not started"
@@ -861,6 +890,8 @@ cmd_stop() {
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
+    # Once containerd is down: the containers, their shims and what the node did to the host.
+    [[ "${COMPONENTS[i]}" == containerd ]] && node_touched && node_cleanup
   done
   # A killed process may take a moment to release its sockets.
   local name port left=0 i
@@ -884,6 +915,10 @@ cmd_stop() {
 cmd_status() {
   local name pid state rc=0
   for name in "${COMPONENTS[@]}"; do
+    if [[ "${NODE_COMPONENTS}" == *" ${name} "* ]] && ! node_touched; then
+      printf '%-24s %s\n' "${name}" "not run (no real node: LOCAL_NODE=${LOCAL_NODE})"
+      continue
+    fi
     if is_running "${name}"; then
       state="running (PID $(pid_of "${name}"))"
     elif pid="$(pid_of "${name}")"; then
@@ -895,6 +930,7 @@ cmd_status() {
     fi
     printf '%-24s %s\n' "${name}" "${state}"
   done
+  is_running kubelet && node_status
   return "${rc}"
 }
 
@@ -967,6 +1003,15 @@ cmd_restart_kube_apiserver() {
   start_component kube-apiserver
 }
 
+# cmd_restart_node_component NAME stops and starts the real node's kubelet or containerd alone;
+# the containers run on (containerd's shims keep them) and kubelet finds them again.
+cmd_restart_node_component() {
+  prepare
+  is_running "$1" || die "$1 is not running (no real node here: hack/local-up.sh status)"
+  stop_component "$1"
+  start_component "$1"
+}
+
 # usage prints the comment block at the top of this file.
 usage() {
   awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}" >&2
@@ -985,5 +1030,6 @@ case "${1:-}" in
   start-sandbox-etcd) cmd_start_sandbox_etcd ;;
   stop-sandbox-etcd) stop_component sandbox-etcd ;;
   restart-kube-apiserver) cmd_restart_kube_apiserver ;;
+  restart-kubelet|restart-containerd) cmd_restart_node_component "${1#restart-}" ;;
   *) usage ;;
 esac

@@ -421,9 +421,9 @@ func (c *cluster) leftBehind(ctx context.Context, b *testing.B, ns string, poolS
 func (c *cluster) makePool(ctx context.Context, b *testing.B, ns string, size int) {
 	template := &extensionsv1beta1.SandboxTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
-		Spec: extensionsv1beta1.SandboxTemplateSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+		Spec: extensionsv1beta1.SandboxTemplateSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: onKwok(corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest"}},
-		}}},
+		})}},
 	}
 	if _, err := c.sandbox.ExtensionsV1beta1().SandboxTemplates(ns).Create(ctx, template, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

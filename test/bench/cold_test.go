@@ -116,9 +116,9 @@ func BenchmarkColdStart(b *testing.B) {
 			for i := range next {
 				sb := &agentsv1beta1.Sandbox{
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cold-%04d", i)},
-					Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+					Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: onKwok(corev1.PodSpec{
 						Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest"}},
-					}}},
+					})}},
 				}
 				startAt[i] = time.Now()
 				if _, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Create(ctx, sb, metav1.CreateOptions{}); err != nil {

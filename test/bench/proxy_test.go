@@ -84,11 +84,11 @@ func BenchmarkProxy(b *testing.B) {
 	defer cancel()
 	sb := &agentsv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "proxied"},
-		Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+		Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: onKwok(corev1.PodSpec{
 			HostNetwork: true,
 			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest",
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}},
-		}}},
+		})}},
 	}
 	if _, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Create(ctx, sb, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

@@ -80,9 +80,9 @@ func BenchmarkStreams(b *testing.B) {
 	defer cancel()
 	sb := &agentsv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "streamed"},
-		Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+		Spec: agentsv1beta1.SandboxSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: onKwok(corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest"}},
-		}}},
+		})}},
 	}
 	if _, err := c.sandbox.AgentsV1beta1().Sandboxes(ns).Create(ctx, sb, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

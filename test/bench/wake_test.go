@@ -62,11 +62,11 @@ func BenchmarkWake(b *testing.B) {
 	sandboxes := c.sandbox.AgentsV1beta1().Sandboxes(ns)
 	sb := &agentsv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "sleepy"},
-		Spec: agentsv1beta1.SandboxSpec{Replicas: ptr.To[int32](0), PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+		Spec: agentsv1beta1.SandboxSpec{Replicas: ptr.To[int32](0), PodTemplate: agentsv1beta1.PodTemplate{Spec: onKwok(corev1.PodSpec{
 			HostNetwork: true,
 			Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/example/agent:latest",
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}}}},
-		}}},
+		})}},
 	}
 	if _, err := sandboxes.Create(ctx, sb, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -44,18 +46,10 @@ func sandboxMCPBinary(t *testing.T) string {
 	return bin
 }
 
-// mcpTemplate makes the template the MCP tests claim from: a sandbox whose HTTP port is the
-// test's local server.
-func mcpTemplate(t *testing.T, ns string) int {
+// mcpTemplate makes the template the MCP tests claim from: a sandbox serving HTTP.
+func mcpTemplate(t *testing.T, ns string) {
 	t.Helper()
-	port := serveSandboxHTTP(t)
-	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
-kind: SandboxTemplate
-metadata: {name: mcp}
-spec:
-  podTemplate: {spec: %s}
-`, proxyPodSpec(port)))
-	return port
+	applyHTTPTemplate(t, ns, "mcp")
 }
 
 // callTool calls a tool and decodes its structured result into out; it returns whether the
@@ -141,8 +135,7 @@ func exerciseMCPTools(t *testing.T, session *mcp.ClientSession, ns string) {
 		}
 	})
 
-	// kwok runs the sandbox's commands on this machine: its paths are local paths.
-	dir := t.TempDir()
+	dir := "/tmp/mcp-" + randSuffix(8)
 	t.Run("files", func(t *testing.T) {
 		text := "hello, wörld\nsecond line\n"
 		var written struct{ Size int }
@@ -166,8 +159,10 @@ func exerciseMCPTools(t *testing.T, session *mcp.ClientSession, ns string) {
 		if err != nil || read.Encoding != "base64" || !bytes.Equal(got, binary) {
 			t.Errorf("download_file of binary: encoding %s, %d bytes equal %v, %v", read.Encoding, len(got), bytes.Equal(got, binary), err)
 		}
-		if onDisk, err := os.ReadFile(dir + "/blob.bin"); err != nil || !bytes.Equal(onDisk, binary) {
-			t.Errorf("the sandbox's file differs from what was uploaded: %v", err)
+		var sum struct{ Stdout string }
+		callToolOK(t, session, "execute_command", map[string]any{"sandbox_id": id, "command": "sha256sum " + dir + "/blob.bin"}, &sum)
+		if want := sha256.Sum256(binary); !strings.HasPrefix(sum.Stdout, hex.EncodeToString(want[:])+" ") {
+			t.Errorf("sha256sum of the uploaded file in the sandbox: %q; want %x", sum.Stdout, want)
 		}
 
 		var exists struct {

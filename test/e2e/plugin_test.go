@@ -5,20 +5,18 @@ package e2e
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,62 +57,18 @@ func pluginOK(t *testing.T, kubeconfig string, args ...string) string {
 	return stdout
 }
 
-// listenLocal listens on 127.0.0.1 at a free port of PORT_FORWARD_PORTS ("FIRST-LAST", as for
-// hack/local-up.sh: 18000-18099 by default), the ports kwok forwards a pod's port-forwards to on
-// 127.0.0.1.
-func listenLocal(t *testing.T) net.Listener {
-	t.Helper()
-	r := cmp.Or(os.Getenv("PORT_FORWARD_PORTS"), "18000-18099")
-	a, b, _ := strings.Cut(r, "-")
-	first, errA := strconv.Atoi(a)
-	last, errB := strconv.Atoi(b)
-	if errA != nil || errB != nil || first > last {
-		t.Fatalf("PORT_FORWARD_PORTS=%q: want FIRST-LAST", r)
-	}
-	// Start at a random port of the range: tests running at once seldom try the same one.
-	offset := mathrand.IntN(last - first + 1)
-	for i := range last - first + 1 {
-		port := first + (offset+i)%(last-first+1)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			t.Cleanup(func() { l.Close() })
-			return l
-		}
-	}
-	t.Fatalf("no free port in PORT_FORWARD_PORTS=%s", r)
-	return nil
-}
-
-// serveSandboxHTTP serves, on a local port, what the tests' sandboxes serve: /healthz answers
-// "ok", any other path "hello from PATH". It returns the port.
-func serveSandboxHTTP(t *testing.T) int {
-	t.Helper()
-	l := listenLocal(t)
-	server := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			fmt.Fprintln(w, "ok")
-			return
-		}
-		fmt.Fprintf(w, "hello from %s", r.URL.Path)
-	})}
-	go func() { _ = server.Serve(l) }()
-	t.Cleanup(func() { server.Close() })
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// applyHTTPTemplate serves HTTP on a local port (serveSandboxHTTP) and makes the template name in
-// ns, whose sandboxes declare that port as "http" (a hostNetwork pod: kwok's pod IP is
-// 127.0.0.1). It returns the port.
+// applyHTTPTemplate makes the template name in ns, whose sandboxes run the sandbox image's
+// python3 with sandboxHTTPServer on port 8080, declared as "http". It returns the port.
 func applyHTTPTemplate(t *testing.T, ns, name string) int {
 	t.Helper()
-	port := serveSandboxHTTP(t)
+	requireRealNode(t)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate
 metadata: {name: %s}
 spec:
   podTemplate: {spec: %s}
-`, name, proxyPodSpec(port)))
-	return port
+`, name, httpPodSpec))
+	return 8080
 }
 
 // claimTenantRole is what a claim-only tenant is given: claims, the use of the templates, and
@@ -186,19 +140,9 @@ func TestKubectlSandboxPlugin(t *testing.T) {
 		if stdout, _, code := plugin(t, kc, "", "exec", "sandboxclaim/mine", "--", "true"); code != 0 || stdout != "" {
 			t.Errorf("exec true: %q, exit code %d", stdout, code)
 		}
-		// kwok never closes a command's stdin at its end, so the command reads one line and
-		// exits. About one stdin session in five reaches kwok's command empty (as with pods/exec
-		// on kwok's pods, without this server in the way): a few attempts, each logged.
-		var got string
-		for attempt := 1; attempt <= 4; attempt++ {
-			stdout, stderr, code := plugin(t, kc, "line one\nline two\n", "exec", "-i", "mine", "--", "head", "-n", "1")
-			if got = stdout; code == 0 && got == "line one\n" {
-				break
-			}
-			t.Logf("exec -i attempt %d: stdout %q, exit code %d, stderr %q", attempt, stdout, code, stderr)
-		}
-		if got != "line one\n" {
-			t.Errorf("exec -i: stdout %q, want \"line one\\n\"", got)
+		// The end of stdin reaches the command, which then exits.
+		if stdout, stderr, code := plugin(t, kc, "line one\nline two\n", "exec", "-i", "mine", "--", "cat"); stdout != "line one\nline two\n" || code != 0 {
+			t.Errorf("exec -i: stdout %q, exit code %d, stderr %q; want both lines", stdout, code, stderr)
 		}
 		// The tenant reaches the pod only through its claim.
 		pod := jsonpath(t, ns, "{.items[0].metadata.name}", "pods", "-l", "agents.x-k8s.io/sandbox-name-hash")
@@ -207,7 +151,6 @@ func TestKubectlSandboxPlugin(t *testing.T) {
 	})
 
 	t.Run("cp", func(t *testing.T) {
-		// kwok runs the sandbox's commands on this machine: its paths are local paths.
 		local := t.TempDir()
 		in := filepath.Join(local, "in.bin")
 		data := make([]byte, 3<<20+12345)
@@ -217,41 +160,34 @@ func TestKubectlSandboxPlugin(t *testing.T) {
 		if err := os.WriteFile(in, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		remoteDir := t.TempDir()
-		remote := filepath.Join(remoteDir, "copy.bin")
-		pluginOK(t, kc, "cp", in, "mine:"+remote)
-		if got, err := os.ReadFile(remote); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("the copy in the sandbox differs (%d of %d bytes, %v)", len(got), len(data), err)
+		pluginOK(t, kc, "cp", in, "mine:/tmp/copy.bin")
+		sum := sha256.Sum256(data)
+		if got := pluginOK(t, kc, "exec", "mine", "--", "sha256sum", "/tmp/copy.bin"); !strings.HasPrefix(got, hex.EncodeToString(sum[:])+" ") {
+			t.Fatalf("sha256sum of the copy in the sandbox: %q; want %x", got, sum)
 		}
 		back := filepath.Join(local, "back.bin")
-		pluginOK(t, kc, "cp", ns+"/mine:"+remote, back)
+		pluginOK(t, kc, "cp", ns+"/mine:/tmp/copy.bin", back)
 		if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("the copy out of the sandbox differs (%d of %d bytes, %v)", len(got), len(data), err)
 		}
 		// A directory tree, out of the sandbox.
-		if err := os.MkdirAll(filepath.Join(remoteDir, "tree/sub"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(remoteDir, "tree/sub/f.txt"), []byte("in a tree\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pluginOK(t, kc, "cp", "mine:"+filepath.Join(remoteDir, "tree"), filepath.Join(local, "tree-copy"))
+		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", "mkdir -p /tmp/tree/sub && echo 'in a tree' > /tmp/tree/sub/f.txt")
+		pluginOK(t, kc, "cp", "mine:/tmp/tree", filepath.Join(local, "tree-copy"))
 		if got, err := os.ReadFile(filepath.Join(local, "tree-copy/sub/f.txt")); err != nil || string(got) != "in a tree\n" {
 			t.Errorf("tree-copy/sub/f.txt: %q, %v", got, err)
 		}
-		_, stderr, code := plugin(t, kc, "", "cp", "mine:"+filepath.Join(remoteDir, "missing"), filepath.Join(local, "missing"))
+		_, stderr, code := plugin(t, kc, "", "cp", "mine:/tmp/missing", filepath.Join(local, "missing"))
 		if code == 0 || !strings.Contains(stderr, "missing") {
 			t.Errorf("cp of a missing file: exit code %d, stderr %q; want a failure naming it", code, stderr)
 		}
 	})
 
 	t.Run("logs", func(t *testing.T) {
-		// kwok streams one file as every pod's log: container.log in the directory its commands
-		// run in, in the CRI log format (time, stream, tag, text). A command in the sandbox
-		// writes a line there while logs -f follows.
+		// A command writes a line to the main process's stdout, the container's log, while
+		// logs -f follows.
 		marker := "plugin-log-" + randSuffix(8)
 		logs := startKubectl(t, kubectlOptions{kubeconfig: kc, env: pluginEnv()}, 2*time.Minute, "sandbox", "logs", "-f", "--tail=20", "mine")
-		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", `echo "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z) stdout F `+marker+`" >> container.log`)
+		pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", "echo "+marker+" > /proc/1/fd/1")
 		logs.next(t, "the line written in the sandbox", func(l string) bool { return l == marker })
 	})
 

@@ -93,10 +93,15 @@ func (p *sandboxProcess) requests() []string {
 	return uris
 }
 
-// proxyPodSpec is a hostNetwork pod spec whose container declares port as "http".
+// proxyPodSpec is a hostNetwork pod spec whose container declares port as "http", on a kwok
+// node: kwok reports 127.0.0.1 as its address, where the test's sandboxProcess listens.
 func proxyPodSpec(port int) string {
-	return fmt.Sprintf(`{hostNetwork: true, containers: [{name: agent, image: ghcr.io/example/agent:latest, ports: [{name: http, containerPort: %d}]}]}`, port)
+	return fmt.Sprintf(`{hostNetwork: true, %s, containers: [{name: agent, image: ghcr.io/example/agent:latest, ports: [{name: http, containerPort: %d}]}]}`, onKwok, port)
 }
+
+// onKwok are the pod spec fields, in YAML's flow style, that place a pod on the plane's kwok
+// nodes, whose taint keeps every other pod off them.
+const onKwok = `nodeSelector: {type: kwok}, tolerations: [{key: sandbox-apiserver.dev/kwok, operator: Exists, effect: NoSchedule}]`
 
 // restConfig is the client configuration of kubeconfig.
 func restConfig(t *testing.T, kubeconfig string) *restclient.Config {

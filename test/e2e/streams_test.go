@@ -11,11 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +28,8 @@ import (
 	"k8s.io/client-go/util/exec"
 )
 
-// The e2e plane's kwok runs every exec in one shared work directory (hack/local-up.sh
-// SANDBOX_WORK_DIR), streams logs and attach from container.log there, and forwards a pod's
-// port P in PORT_FORWARD_PORTS to 127.0.0.1:P.
+// The streams tests' sandboxes run on the plane's real node (realnode_test.go): real containers
+// of the sandbox image, reached through the kubelet.
 
 // streamURL is the URL of a streaming subresource of a sandbox or claim, with the query of opts.
 func streamURL(t *testing.T, cfg *restclient.Config, group, ns, resource, name, subresource string, opts runtime.Object) *url.URL {
@@ -92,18 +88,11 @@ func execQuery(stdin bool, command ...string) *corev1.PodExecOptions {
 	return &corev1.PodExecOptions{Command: command, Stdin: stdin, Stdout: true, Stderr: true}
 }
 
-// exitCode is the exit code an exec error reports. kwok reports a command's failure only as
-// the text of the error ("exit status N"), where a kubelet sends the code itself; both are read.
+// exitCode is the exit code an exec error carries: the kubelet sends it as the status's cause.
 func exitCode(err error) (int, bool) {
 	var coded exec.CodeExitError
 	if errors.As(err, &coded) {
 		return coded.Code, true
-	}
-	if err != nil {
-		if _, after, ok := strings.Cut(err.Error(), "exit status "); ok {
-			n, convErr := strconv.Atoi(strings.Fields(after)[0])
-			return n, convErr == nil
-		}
 	}
 	return 0, false
 }
@@ -114,6 +103,7 @@ func exitCode(err error) (int, bool) {
 // config once the tenant's claim "mine" is Ready.
 func streamsTenant(t *testing.T) (ns, tenant, kc string, cfg *restclient.Config) {
 	t.Helper()
+	requireRealNode(t)
 	ns = newNamespace(t)
 	applyYAML(t, ns, `apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate
@@ -123,9 +113,8 @@ spec:
     metadata:
       annotations: {kubectl.kubernetes.io/default-container: agent}
     spec:
-      containers:
-      - {name: helper, image: ghcr.io/example/helper:latest}
-      - {name: agent, image: ghcr.io/example/agent:latest}
+      terminationGracePeriodSeconds: 1
+      containers: [`+shellContainer("helper", "")+", "+shellContainer("agent", "")+`]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -224,8 +213,7 @@ func TestSandboxClaimCopy(t *testing.T) {
 	}
 }
 
-// tarOf is a tar archive of one file, padded to whole 10 KiB records: kwok never closes the
-// command's stdin, so tar must find the end of the archive in what it has read.
+// tarOf is a tar archive of one file.
 func tarOf(t *testing.T, name string, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -237,8 +225,6 @@ func tarOf(t *testing.T, name string, data []byte) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	const record = 10240
-	b.Write(make([]byte, (record-b.Len()%record)%record))
 	return b.Bytes()
 }
 
@@ -256,23 +242,19 @@ func untarOne(t *testing.T, archive, name string) []byte {
 	return data
 }
 
-// criLogLine prints its argument as a line of a container log in the CRI format kwok reads
-// (timestamp, stream, tag, text), as a container runtime writes it.
-const criLogLine = `printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"`
-
 // TestSandboxClaimLogs follows the log of the claim's sandbox with kubectl get --raw (kubectl
-// logs addresses pods only) while a command appends to it.
+// logs addresses pods only) while its main process writes to it.
 func TestSandboxClaimLogs(t *testing.T) {
 	t.Parallel()
 	ns, _, kc, cfg := streamsTenant(t)
 	path := "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/" + ns + "/sandboxclaims/mine/log"
 	follow := startWatch(t, kc, 2*waitTimeout, "get", "--raw", path+"?follow=true")
-	// The sandbox's process writes to its log: a first line, then once the follower has shown it,
-	// a second one, which only a followed stream can bring.
+	// The sandbox's main process writes to its log (its stdout, /proc/1/fd/1): a first line, then
+	// once the follower has shown it, a second one, which only a followed stream can bring.
 	logLine := func() string {
 		marker := "log-marker-" + randSuffix(8)
 		if res := execIn(t, cfg, streamURL(t, cfg, extensionsGroup, ns, "sandboxclaims", "mine", "exec",
-			execQuery(false, "sh", "-c", criLogLine+" "+marker+" >> container.log")), "websocket", nil); res.err != nil {
+			execQuery(false, "sh", "-c", "echo "+marker+" > /proc/1/fd/1")), "websocket", nil); res.err != nil {
 			t.Fatalf("writing to the log: %v", res.err)
 		}
 		follow.next(t, marker+" in the followed log", func(line string) bool { return line == marker })
@@ -287,14 +269,19 @@ func TestSandboxClaimLogs(t *testing.T) {
 	expectFailure(t, "a log of a container that is not the pod's", stderr, err, `container: Unsupported value: "nope"`)
 }
 
-// TestSandboxClaimPortForward forwards a local port to an HTTP server the test runs where the
-// sandbox's port leads (127.0.0.1 on the local plane), over SPDY and the WebSocket tunnel.
+// TestSandboxClaimPortForward forwards a local port to an HTTP server started in the sandbox,
+// over SPDY and the WebSocket tunnel.
 func TestSandboxClaimPortForward(t *testing.T) {
 	t.Parallel()
 	ns, _, _, cfg := streamsTenant(t)
-	port := listenInForwardRange(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello %s", r.URL.Path)
-	}))
+	if res := execIn(t, cfg, streamURL(t, cfg, extensionsGroup, ns, "sandboxclaims", "mine", "exec",
+		// A forward ends at its first refused connection: the exec returns once the server listens.
+		execQuery(false, "sh", "-c", `nohup python3 -c "$0" >/dev/null 2>&1 & `+
+			`until python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8080))' 2>/dev/null; do sleep 0.1; done`,
+			sandboxHTTPServer)), "websocket", nil); res.err != nil {
+		t.Fatalf("starting the sandbox's HTTP server: %v", res.err)
+	}
+	const port = 8080
 	u := streamURL(t, cfg, extensionsGroup, ns, "sandboxclaims", "mine", "portforward", nil)
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
@@ -307,50 +294,10 @@ func TestSandboxClaimPortForward(t *testing.T) {
 	}
 	for protocol, dialer := range map[string]httpstream.Dialer{"spdy": spdyDialer, "websocket": wsDialer} {
 		local := forward(t, dialer, port)
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/through-%s", local, protocol))
-		if err != nil {
-			t.Fatalf("%s: %v", protocol, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if string(body) != "hello /through-"+protocol {
+		if body := httpGetEventually(t, fmt.Sprintf("http://127.0.0.1:%d/through-%s", local, protocol)); body != "hello from /through-"+protocol {
 			t.Errorf("%s: the forwarded server answered %q", protocol, body)
 		}
 	}
-}
-
-// forwardPorts is the plane's PORT_FORWARD_PORTS range.
-func forwardPorts(t *testing.T) (first, last int) {
-	t.Helper()
-	r := os.Getenv("PORT_FORWARD_PORTS")
-	if r == "" {
-		r = "18000-18099"
-	}
-	a, b, _ := strings.Cut(r, "-")
-	first, err1 := strconv.Atoi(a)
-	last, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("PORT_FORWARD_PORTS=%q is not FIRST-LAST", r)
-	}
-	return first, last
-}
-
-// listenInForwardRange serves handler on 127.0.0.1 at the first free port of the forward range.
-func listenInForwardRange(t *testing.T, handler http.Handler) int {
-	t.Helper()
-	first, last := forwardPorts(t)
-	for p := first; p <= last; p++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(l) }()
-		t.Cleanup(func() { _ = srv.Close() })
-		return p
-	}
-	t.Fatalf("no free port in %d-%d", first, last)
-	return 0
 }
 
 // forward starts a port-forward of remote through dialer and returns the local port.
@@ -441,13 +388,14 @@ rules:
 // open keeps the idle timeout from suspending it, which suspends it once the session ends.
 func TestSandboxExecWakes(t *testing.T) {
 	t.Parallel()
+	requireRealNode(t)
 	ns := newNamespace(t)
 	applyYAML(t, ns, `apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
 metadata: {name: sleepy}
 spec:
   replicas: 0
-  podTemplate: {spec: {containers: [{name: agent, image: ghcr.io/example/agent:latest}]}}
+  podTemplate: {spec: {terminationGracePeriodSeconds: 1, containers: [`+shellContainer("agent", "")+`]}}
 `)
 	kubectl(t, "wait", "-n", ns, "--for=condition=Suspended", "sandbox/sleepy", "--timeout=90s")
 	admin := restConfig(t, adminKubeconfig)

@@ -1,0 +1,208 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/sdk/sandbox"
+)
+
+// realNodeImage is the sandbox image hack/local-up.sh imports into the real node's containerd.
+const realNodeImage = "localhost/sandbox:local"
+
+// FirstCommandRun is one series of time-to-first-command measurements.
+type FirstCommandRun struct {
+	Source string `json:"source"` // warm or cold, and the pool or template claimed from
+	Runs   int    `json:"runs"`
+	// From the start of the claim's create to the first byte of the first command's output, as
+	// the SDK's caller sees it: Claim (create, watch until Ready), then Run.
+	P50Ms float64 `json:"createToFirstOutputP50Ms"`
+	P90Ms float64 `json:"createToFirstOutputP90Ms"`
+	P99Ms float64 `json:"createToFirstOutputP99Ms"`
+	MaxMs float64 `json:"createToFirstOutputMaxMs"`
+	// The two parts: Claim returning Ready, and the exec from its request to the first output.
+	ReadyP50Ms float64 `json:"createToReadyP50Ms"`
+	ReadyP99Ms float64 `json:"createToReadyP99Ms"`
+	ExecP50Ms  float64 `json:"execToFirstOutputP50Ms"`
+	ExecP99Ms  float64 `json:"execToFirstOutputP99Ms"`
+	// A second command right after the first: the exec path alone, once the sandbox is known.
+	SecondExecP50Ms float64 `json:"secondExecToFirstOutputP50Ms"`
+	SecondExecP99Ms float64 `json:"secondExecToFirstOutputP99Ms"`
+	// WarmAdoptions counts the claims served by a pool member.
+	WarmAdoptions int `json:"warmAdoptions"`
+}
+
+// FirstCommandResult is the content of _output/bench/first-command.json.
+type FirstCommandResult struct {
+	Machine Machine         `json:"machine"`
+	Node    string          `json:"node"`
+	Warm    FirstCommandRun `json:"warm"`
+	Cold    FirstCommandRun `json:"cold"`
+	Note    string          `json:"note"`
+}
+
+// BenchmarkTimeToFirstCommand is the figure an agent builder feels: from creating a claim to the
+// first output of a command in its sandbox, on a real container of the plane's real node. One
+// claim at a time (SANDBOX_BENCH_FIRST_COMMAND_RUNS, default 25), warm from a pool of as many
+// Ready members, then cold from the template alone. Each claim is deleted once measured.
+func BenchmarkTimeToFirstCommand(b *testing.B) {
+	runs := int(envFloats(b, "SANDBOX_BENCH_FIRST_COMMAND_RUNS", []float64{25})[0])
+	c := connect(b)
+	node := c.realNode(b)
+	client, err := sandbox.NewClient(c.config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := FirstCommandResult{Machine: machine(), Node: node,
+		Note: "one claim at a time through the Go SDK as its caller sees it (Claim, then Run of echo); " +
+			"real kubelet, containerd and runc on the plane's machine; the pool refills meanwhile"}
+
+	ns := c.namespace(b, "first-command")
+	c.firstCommandTemplate(b, ns)
+	res.Cold = c.firstCommandRuns(b, client, ns, sandbox.FromTemplate("shell"), "cold", runs)
+
+	// The warm pool holds a Ready member for every claim: each claim is served by one.
+	ctx := context.Background()
+	pool := &extensionsv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
+		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(runs)), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "shell"}},
+	}
+	if _, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Get(ctx, "pool", metav1.GetOptions{})
+		return err == nil && p.Status.ReadyReplicas == int32(runs), nil
+	}); err != nil {
+		b.Fatalf("pool of %d not Ready: %v", runs, err)
+	}
+	c.waitSettled(ctx, b)
+	res.Warm = c.firstCommandRuns(b, client, ns, sandbox.FromPool("pool"), "warm", runs)
+
+	fmt.Printf("\nTime to first command on the real node %s, %s (%d CPUs), one claim at a time\n", node, res.Machine.CPUModel, res.Machine.NumCPU)
+	fmt.Printf("%-22s %5s %9s %9s %9s %9s %12s %12s %11s %11s %11s %11s %6s\n", "source", "runs", "p50 ms", "p90 ms", "p99 ms", "max ms", "Ready p50", "Ready p99", "exec p50", "exec p99", "2nd p50", "2nd p99", "warm")
+	for _, r := range []FirstCommandRun{res.Warm, res.Cold} {
+		fmt.Printf("%-22s %5d %9.1f %9.1f %9.1f %9.1f %10.1fms %10.1fms %9.1fms %9.1fms %9.1fms %9.1fms %6d\n", r.Source, r.Runs,
+			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.ReadyP50Ms, r.ReadyP99Ms, r.ExecP50Ms, r.ExecP99Ms, r.SecondExecP50Ms, r.SecondExecP99Ms, r.WarmAdoptions)
+	}
+	if err := writeJSON(c.outFile("first-command.json"), res); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// realNode returns the name of the plane's real node (a Ready Node kwok does not fake), or skips
+// the benchmark when there is none.
+func (c *cluster) realNode(b *testing.B) string {
+	b.Helper()
+	nodes, err := c.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Annotations["kwok.x-k8s.io/node"] == "fake" {
+			continue
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return n.Name
+			}
+		}
+	}
+	b.Skip("no real node in the plane (hack/local-up.sh runs one only as root on Linux)")
+	return ""
+}
+
+// firstCommandTemplate makes the template "shell": the sandbox image, waiting.
+func (c *cluster) firstCommandTemplate(b *testing.B, ns string) {
+	b.Helper()
+	template := &extensionsv1beta1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "shell"},
+		Spec: extensionsv1beta1.SandboxTemplateSpec{PodTemplate: agentsv1beta1.PodTemplate{Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(int64(1)),
+			Containers: []corev1.Container{{Name: "agent", Image: realNodeImage,
+				Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 600 & wait $!; done"}}},
+		}}},
+	}
+	if _, err := c.sandbox.ExtensionsV1beta1().SandboxTemplates(ns).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// firstCommandRuns claims runs sandboxes from source one after the other and measures each one's
+// time to the first output of `echo first`.
+func (c *cluster) firstCommandRuns(b *testing.B, client *sandbox.Client, ns string, source sandbox.Source, prefix string, runs int) FirstCommandRun {
+	b.Helper()
+	run := FirstCommandRun{Source: prefix + " (" + source.String() + ")", Runs: runs}
+	var total, ready, execs, second []time.Duration
+	for i := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		start := time.Now()
+		sb, err := client.Claim(ctx, ns, source, sandbox.WithName(fmt.Sprintf("%s-%03d", prefix, i)))
+		if err != nil {
+			cancel()
+			b.Fatalf("claim %d from %s: %v", i, source, err)
+		}
+		readyAt := time.Now()
+		out := &firstByte{}
+		err = sb.Exec(ctx, sandbox.ExecOptions{Command: []string{"echo", "first"}, Stdout: out})
+		if err != nil || out.at.IsZero() {
+			cancel()
+			b.Fatalf("first command in %s: %v", sb, err)
+		}
+		again, againStart := &firstByte{}, time.Now()
+		if err := sb.Exec(ctx, sandbox.ExecOptions{Command: []string{"echo", "second"}, Stdout: again}); err != nil {
+			cancel()
+			b.Fatalf("second command in %s: %v", sb, err)
+		}
+		second = append(second, again.at.Sub(againStart))
+		total = append(total, out.at.Sub(start))
+		ready = append(ready, readyAt.Sub(start))
+		execs = append(execs, out.at.Sub(readyAt))
+		claim, err := c.sandbox.ExtensionsV1beta1().SandboxClaims(ns).Get(ctx, sb.Name(), metav1.GetOptions{})
+		if err == nil && claim.Status.SandboxStatus.Name != sb.Name() {
+			run.WarmAdoptions++ // a pool member, not a sandbox of the claim's own name
+		}
+		// The next claim need not wait for this one's pod to go.
+		if err := sb.Close(ctx); err != nil {
+			b.Logf("deleting %s: %v", sb, err)
+		}
+		cancel()
+	}
+	for _, d := range [][]time.Duration{total, ready, execs, second} {
+		slices.Sort(d)
+	}
+	run.P50Ms, run.P90Ms, run.P99Ms, run.MaxMs = ms(percentile(total, 50)), ms(percentile(total, 90)), ms(percentile(total, 99)), ms(total[len(total)-1])
+	run.ReadyP50Ms, run.ReadyP99Ms = ms(percentile(ready, 50)), ms(percentile(ready, 99))
+	run.ExecP50Ms, run.ExecP99Ms = ms(percentile(execs, 50)), ms(percentile(execs, 99))
+	run.SecondExecP50Ms, run.SecondExecP99Ms = ms(percentile(second, 50)), ms(percentile(second, 99))
+	return run
+}
+
+// firstByte records when the first byte was written to it.
+type firstByte struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (f *firstByte) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at.IsZero() && len(p) > 0 {
+		f.at = time.Now()
+	}
+	return len(p), nil
+}
