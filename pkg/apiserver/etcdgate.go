@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,11 +119,17 @@ func (s guardedStorage) guard(ctx context.Context, call func(context.Context) er
 }
 
 // etcdMemberLost: the call failed because the etcd member it went to was lost under it (its
-// connection reset, or the leader changed), while the cluster may well serve the next try. The
-// etcd client does not retry a write then, since it may have been applied; client-go retries a
-// 503 with a Retry-After, and every write of ours is safe to repeat: a create then finds the
-// object (409), an update its resourceVersion moved (409), a patch applies again to the same end.
+// connection reset, or a proposal timed out while the leader changed), while the cluster may well
+// serve the next try. The etcd client does not retry a write then, since it may have been
+// applied; client-go retries a 503 with a Retry-After, and every write of ours is safe to repeat:
+// a create then finds the object (409), an update its resourceVersion moved (409), a patch applies
+// again to the same end. The client hands etcd's own errors over as rpctypes.EtcdError, others
+// as gRPC statuses.
 func etcdMemberLost(err error) bool {
+	var etcdErr rpctypes.EtcdError
+	if errors.As(err, &etcdErr) {
+		return etcdErr.Code() == codes.Unavailable
+	}
 	return grpcstatus.Code(err) == codes.Unavailable
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,6 +168,8 @@ func TestEtcdGuardRetriesALostMember(t *testing.T) {
 	}{
 		{"the member's connection reset", lost, true},
 		{"the same, wrapped", fmt.Errorf("txn: %w", lost), true},
+		{"a proposal timed out in a leader change", rpctypes.Error(rpctypes.ErrGRPCTimeout), true},
+		{"etcd's own error of another kind", rpctypes.Error(rpctypes.ErrGRPCCompacted), false},
 		{"a deadline", grpcstatus.Error(codes.DeadlineExceeded, "context deadline exceeded"), false},
 		{"not found", storage.NewKeyNotFoundError("/sandboxes/a", 0), false},
 	}

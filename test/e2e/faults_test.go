@@ -50,6 +50,9 @@ import (
 // one restores the plane in a cleanup, also when it fails half-way. Every test writes what it
 // measured to _output/reliability/<test>.json; RELIABILITY.md sums them up.
 
+// The fault tests' pods go to the kwok nodes (nodeSelector and toleration of their taint): they
+// test the server and the controllers, not containers, and a burst of hundreds of pods fits there.
+
 // faultTemplate is a SandboxTemplate (%s: its name) whose pods kwok starts at once.
 const faultTemplate = `apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate
@@ -57,6 +60,8 @@ metadata: {name: %s}
 spec:
   podTemplate:
     spec:
+      nodeSelector: {type: kwok}
+      tolerations: [{key: sandbox-apiserver.dev/kwok, operator: Exists, effect: NoSchedule}]
       containers:
       - name: agent
         image: ghcr.io/example/agent:latest
@@ -78,6 +83,8 @@ metadata: {name: %s}
 spec:
   podTemplate:
     spec:
+      nodeSelector: {type: kwok}
+      tolerations: [{key: sandbox-apiserver.dev/kwok, operator: Exists, effect: NoSchedule}]
       containers:
       - name: agent
         image: ghcr.io/example/agent:latest
@@ -91,6 +98,8 @@ spec:
   service: true
   podTemplate:
     spec:
+      nodeSelector: {type: kwok}
+      tolerations: [{key: sandbox-apiserver.dev/kwok, operator: Exists, effect: NoSchedule}]
       containers:
       - name: agent
         image: ghcr.io/example/agent:latest
@@ -823,7 +832,7 @@ func rawCaller(t *testing.T, ns string) func(kind string, i int, down time.Time)
 		case "create sandbox":
 			method, contentType = http.MethodPost, "application/json"
 			body = fmt.Sprintf(`{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":"raw-%d"},`+
-				`"spec":{"podTemplate":{"spec":{"containers":[{"name":"agent","image":"ghcr.io/example/agent:latest"}]}}}}`, i)
+				`"spec":{"podTemplate":{"spec":{"nodeSelector":{"type":"kwok"},"tolerations":[{"key":"sandbox-apiserver.dev/kwok","operator":"Exists","effect":"NoSchedule"}],"containers":[{"name":"agent","image":"ghcr.io/example/agent:latest"}]}}}}`, i)
 		case "patch claim":
 			method, url, contentType = http.MethodPatch, claims+"/claim-before", "application/merge-patch+json"
 			body = fmt.Sprintf(`{"metadata":{"annotations":{"e2e/raw":"%d"}}}`, i)
