@@ -458,6 +458,8 @@ probe_kube_apiserver() {
     "https://127.0.0.1:${KUBE_APISERVER_PORT}/readyz" | grep -qx ok
 }
 
+# PodNodeSelector and PodTolerationRestriction let a namespace's annotations place all its pods:
+# the end-to-end tests of the API and the controllers put theirs on the kwok nodes that way.
 start_kube_apiserver() {
   mkdir -p "${DATA}/kube-apiserver"
   launch kube-apiserver \
@@ -470,6 +472,7 @@ start_kube_apiserver() {
     --tls-private-key-file="${CERTS}/kube-apiserver.key" \
     --client-ca-file="${CERTS}/ca.crt" \
     --authorization-mode=Node,RBAC \
+    --enable-admission-plugins=PodNodeSelector,PodTolerationRestriction \
     --allow-privileged=true \
     --service-cluster-ip-range="${SERVICE_CIDR}" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \

@@ -88,7 +88,7 @@ func TestExamples(t *testing.T) {
 
 	t.Run("client-side apply", func(t *testing.T) {
 		t.Parallel()
-		ns := newNamespace(t)
+		ns := newRealNamespace(t)
 		out := kubectl(t, "apply", "-n", ns, "-f", examplesDir)
 		for _, e := range examples {
 			expectContains(t, "kubectl apply", out, e.ref()+" created")
@@ -106,7 +106,7 @@ func TestExamples(t *testing.T) {
 
 	t.Run("server-side apply", func(t *testing.T) {
 		t.Parallel()
-		ns := newNamespace(t)
+		ns := newRealNamespace(t)
 		out := kubectl(t, "apply", "--server-side", "-n", ns, "-f", examplesDir)
 		for _, e := range examples {
 			expectContains(t, "kubectl apply --server-side", out, e.ref()+" serverside-applied")
@@ -411,7 +411,7 @@ func workWithExamples(t *testing.T, ns string) {
 // to list and delete the aggregated resources too, and the namespace goes away.
 func TestNamespaceDeletion(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	kubectl(t, "apply", "-n", ns, "-f", examplesDir)
 	kubectl(t, "delete", "namespace", ns, "--wait=false")
 

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -111,10 +112,33 @@ func applyYAML(t *testing.T, ns, manifest string) string {
 
 // newNamespace creates a namespace named after the test (e2e-<test>-<random>) and deletes it
 // when the test ends; on failure it first logs what the namespace held.
+//
+// Its pods go to the kwok nodes (through the namespace's node selector and default tolerations,
+// which kube-apiserver's PodNodeSelector and PodTolerationRestriction admission apply): the tests
+// that use it check the API and the controllers, at kwok's speed and scale. Tests of what runs
+// inside a sandbox use newRealNamespace.
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	return createNamespace(t, `{scheduler.alpha.kubernetes.io/node-selector: type=kwok, `+
+		`scheduler.alpha.kubernetes.io/defaultTolerations: '[{"key":"sandbox-apiserver.dev/kwok","operator":"Exists","effect":"NoSchedule"}]'}`)
+}
+
+// newRealNamespace is newNamespace for tests of what runs inside a sandbox: its pods go where the
+// scheduler puts them, on the real node when the plane has one.
+func newRealNamespace(t *testing.T) string {
+	t.Helper()
+	return createNamespace(t, "{}")
+}
+
+// createNamespace creates a namespace for t with annotations (YAML flow style) and deletes it at
+// t's end, logging our objects in it first when t failed.
+func createNamespace(t *testing.T, annotations string) string {
+	t.Helper()
 	name := "e2e-" + testSlug(t) + "-" + randSuffix(5)
-	kubectl(t, "create", "namespace", name)
+	manifest := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, annotations: %s}\n", name, annotations)
+	if _, stderr, err := kubectlWith(t, kubectlOptions{stdin: manifest}, "create", "-f", "-"); err != nil {
+		t.Fatalf("creating namespace %s: %v\n%s", name, err, indent(stderr))
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, stderr, _ := kubectlErr(t, "get", "agents", "-n", name, "-o", "wide")

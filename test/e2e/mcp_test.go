@@ -255,7 +255,7 @@ func exerciseMCPTools(t *testing.T, session *mcp.ClientSession, ns string) {
 func TestMCPStdio(t *testing.T) {
 	t.Parallel()
 	bin := sandboxMCPBinary(t)
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	mcpTemplate(t, ns)
 	_, kc := newClaimTenant(t, ns)
 
@@ -366,8 +366,8 @@ func mcpPost(t *testing.T, url, token, session, body string) int {
 // ServiceAccount that may use claims in one namespace only; the server has no credentials.
 func TestMCPHTTP(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	other := newNamespace(t)
+	ns := newRealNamespace(t)
+	other := newRealNamespace(t)
 	mcpTemplate(t, ns)
 	applyYAML(t, ns, claimTenantRole)
 	kubectl(t, "create", "serviceaccount", "agent", "-n", ns)

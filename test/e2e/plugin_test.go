@@ -114,7 +114,7 @@ func newClaimTenant(t *testing.T, ns string) (user, kubeconfig string) {
 // and deletes it; the admin suspends and resumes it.
 func TestKubectlSandboxPlugin(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	port := applyHTTPTemplate(t, ns, "plugin")
 	user, kc := newClaimTenant(t, ns)
 	for _, resource := range []string{"pods", "pods/exec", "pods/log", "pods/portforward", "sandboxes"} {
@@ -266,7 +266,7 @@ func httpGet(t *testing.T, url string) string {
 // and the warm pool python-pool.
 func TestSDKExamples(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	applyHTTPTemplate(t, ns, "python-runtime-template")
 	applyYAML(t, ns, `apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxWarmPool

@@ -133,7 +133,7 @@ func requireRealNode(t *testing.T) {
 func realNodeTenant(t *testing.T) (ns, kc string, client *sandbox.Client) {
 	t.Helper()
 	requireRealNode(t)
-	ns = newNamespace(t)
+	ns = newRealNamespace(t)
 	applyYAML(t, ns, realNodeTemplates)
 	_, kc = newClaimTenant(t, ns)
 	client, err := sandbox.NewClient(restConfig(t, kc))

@@ -104,7 +104,7 @@ func exitCode(err error) (int, bool) {
 func streamsTenant(t *testing.T) (ns, tenant, kc string, cfg *restclient.Config) {
 	t.Helper()
 	requireRealNode(t)
-	ns = newNamespace(t)
+	ns = newRealNamespace(t)
 	applyYAML(t, ns, `apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate
 metadata: {name: shell}
@@ -389,7 +389,7 @@ rules:
 func TestSandboxExecWakes(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	applyYAML(t, ns, `apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
 metadata: {name: sleepy}
