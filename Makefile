@@ -4,7 +4,7 @@ GO ?= go
 OUTPUT := _output
 BIN := $(OUTPUT)/bin
 
-.PHONY: all build image release test test-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
+.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
 
 all: build
 
@@ -25,8 +25,12 @@ release: tools
 # control plane.
 test: verify test-unit test-fuzz test-integration test-e2e
 
-test-unit:
+test-unit: test-python-unit
 	$(GO) test ./pkg/... ./cmd/... ./hack/...
+
+# The Python SDK (clients/python): its unit tests, with Debian's packages (no PyPI).
+test-python-unit:
+	hack/python-unit.sh
 
 # Budgets are counts of inputs, not durations: with a duration, Go 1.26's fuzz coordinator can
 # fail a target with a bare "context deadline exceeded" when the time runs out under load
@@ -50,6 +54,7 @@ test-integration:
 # The mutation detector fails a run whose controllers change an object their informers hold: those
 # of our kinds share their contents with the server's watch cache (pkg/controllers/inprocess).
 test-e2e: build tools
+	hack/python-deps.sh >/dev/null
 	KUBE_CACHE_MUTATION_DETECTOR=true $(GO) test -count=1 -timeout 40m ./test/e2e/...
 
 codegen:

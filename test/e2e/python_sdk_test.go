@@ -1,0 +1,91 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// python is Debian's interpreter, which has the packages hack/python-deps.sh installs (a python3
+// earlier on PATH may not).
+const python = "/usr/bin/python3"
+
+// sandboxOperatorRole adds to claimTenantRole what suspending and resuming takes: writing the
+// Sandbox's operating mode and watching it.
+const sandboxOperatorRole = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: sandbox-operator}
+rules:
+- apiGroups: [agents.x-k8s.io]
+  resources: [sandboxes]
+  verbs: [get, list, watch, patch]
+`
+
+// TestPythonSDK runs the Python SDK's end-to-end tests (clients/python/tests/e2e, pytest) as a
+// claim-only tenant: the sync and async lifecycles from a template and a warm pool, commands,
+// files, streaming, stdin, timeouts, port-forward, proxy, logs, suspend and resume (as an
+// operator; refused to the tenant), the errors and the rollback of failed creates, and 50
+// concurrent sandboxes in one event loop.
+func TestPythonSDK(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command(python, "-c", "import kubernetes, aiohttp, pytest").Run(); err != nil {
+		t.Fatalf("%s lacks the Python SDK's packages (%v): run hack/python-deps.sh", python, err)
+	}
+	ns := newNamespace(t)
+	forbidden := newNamespace(t)
+	port := applyHTTPTemplate(t, ns, "python-sdk")
+	applyYAML(t, ns, fmt.Sprintf(warmPool, "python-pool", 2, "python-sdk", "Recreate")+"---\n"+sandboxOperatorRole)
+	_, tenantKC := newClaimTenant(t, ns)
+
+	operator := "python-operator-" + randSuffix(5)
+	operatorKC := newUser(t, operator)
+	kubectl(t, "create", "rolebinding", "python-operator-claims", "-n", ns, "--role=claim-user", "--user="+operator)
+	kubectl(t, "create", "rolebinding", "python-operator-sandboxes", "-n", ns, "--role=sandbox-operator", "--user="+operator)
+	waitCanI(t, "patch", "sandboxes", "-n", ns, "--as="+operator)
+	setNamespace(t, operatorKC, ns)
+	waitPoolReady(t, ns, "python-pool", 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "tests/e2e", "-q", "-p", "no:cacheprovider", "-rs")
+	cmd.Dir = filepath.Join(repoRoot, "clients/python")
+	cmd.Env = append(os.Environ(),
+		"PYTHONPATH="+filepath.Join(repoRoot, "clients/python/src"),
+		"PYTHONDONTWRITEBYTECODE=1",
+		"SANDBOX_E2E_KUBECONFIG="+tenantKC,
+		"SANDBOX_E2E_OPERATOR_KUBECONFIG="+operatorKC,
+		"SANDBOX_E2E_NAMESPACE="+ns,
+		"SANDBOX_E2E_FORBIDDEN_NAMESPACE="+forbidden,
+		"SANDBOX_E2E_TEMPLATE=python-sdk",
+		"SANDBOX_E2E_POOL=python-pool",
+		"SANDBOX_E2E_HTTP_PORT="+strconv.Itoa(port),
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pytest clients/python/tests/e2e: %v\n%s", err, out)
+	}
+	t.Logf("pytest clients/python/tests/e2e:\n%s", out)
+}
+
+// setNamespace makes ns the namespace of kubeconfig's current context.
+func setNamespace(t *testing.T, kubeconfig, ns string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts[cfg.CurrentContext].Namespace = ns
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+}
