@@ -17,7 +17,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from . import _claims
-from .errors import SandboxError, SandboxNotFoundError, SandboxRequestError, SandboxTimeoutError, api_error
+from .errors import SandboxNotFoundError, SandboxRequestError, SandboxTimeoutError, api_error
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -219,9 +219,3 @@ class Transport:
                     if line.strip():
                         yield json.loads(line)
 
-
-def raise_for(error: BaseException, what: str) -> SandboxError:
-    """Wraps an unexpected failure of the transport."""
-    if isinstance(error, SandboxError):
-        return error
-    return SandboxRequestError(f"{what}: {error}")

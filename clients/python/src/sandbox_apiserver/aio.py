@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, AsyncIterator, Mapping
+from typing import AsyncIterator, Mapping
 
 import aiohttp
 
@@ -23,8 +23,8 @@ from .errors import (
     SandboxNotReadyError,
     SandboxPortForwardError,
     SandboxRequestError,
-    SandboxTemplateNotFoundError,
     SandboxTimeoutError,
+    api_error,
 )
 from .models import ExecutionResult, FileEntry
 
@@ -311,8 +311,6 @@ class AsyncSandbox:
         resp = await transport.raw("GET", self._path("log"), params=params)
         async with resp:
             if resp.status >= 300:
-                from .errors import api_error
-
                 raise api_error(resp.status, await resp.read(), f"reading the log of {self!r}")
             buf = b""
             async for chunk in resp.content.iter_any():

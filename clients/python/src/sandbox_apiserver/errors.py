@@ -66,8 +66,12 @@ def api_error(status: int, body: str | bytes | None, what: str) -> SandboxError:
     """The exception for an API answer of ``status`` whose body is a Kubernetes Status (or not),
     about ``what`` (e.g. "creating claim ns/name"). The server's message is kept whole: for a
     refused claim it names every bad field."""
-    message, reason = _status_message(body)
+    message, reason, causes = _status_message(body)
     text = f"{what}: {message}" if message else f"{what}: HTTP {status}"
+    if status == 422 and any(c.get("reason") == "FieldValueNotFound" and str(c.get("field", "")).endswith(_SOURCE_FIELDS) for c in causes):
+        # A claim from a warm pool that does not exist (a missing template is reported by the
+        # claim's Ready condition instead: it may yet be created).
+        return SandboxTemplateNotFoundError(text, status=status, reason=reason)
     if status == 404:
         return SandboxNotFoundError(text, status=status, reason=reason)
     if status == 403:
@@ -81,15 +85,20 @@ def api_error(status: int, body: str | bytes | None, what: str) -> SandboxError:
     return SandboxError(text, status=status, reason=reason)
 
 
-def _status_message(body: str | bytes | None) -> tuple[str, str | None]:
+_SOURCE_FIELDS = ("spec.warmPoolRef.name", "spec.sandboxTemplateRef.name")
+
+
+def _status_message(body: str | bytes | None) -> tuple[str, str | None, list[dict[str, Any]]]:
+    """The message, reason and causes of a Status body (a body that is none: its text)."""
     if body is None:
-        return "", None
+        return "", None, []
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     try:
         status: Any = json.loads(body)
     except ValueError:
-        return body.strip()[:2000], None
+        return body.strip()[:2000], None, []
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return str(status.get("message", "")), status.get("reason")
-    return body.strip()[:2000], None
+        causes = (status.get("details") or {}).get("causes") or []
+        return str(status.get("message", "")), status.get("reason"), [c for c in causes if isinstance(c, dict)]
+    return body.strip()[:2000], None, []

@@ -205,6 +205,8 @@ def test_errors_and_cleanup_on_failed_create(client, plane):
     before = set(tenant_claims(plane))
     with pytest.raises(sdk.SandboxTemplateNotFoundError):
         client.create_sandbox("no-such-template", sandbox_ready_timeout=60)
+    with pytest.raises(sdk.SandboxTemplateNotFoundError, match=r"spec\.warmPoolRef\.name"):
+        client.create_sandbox(warmpool="no-such-pool")
     with pytest.raises(sdk.SandboxForbiddenError):
         client.create_sandbox(plane.template, namespace=plane.forbidden_namespace)
     with pytest.raises(sdk.SandboxClaimRefusedError, match=r"metadata\.labels\[agents\.x-k8s\.io/sandbox-name\]"):

@@ -56,3 +56,9 @@ def test_labels_are_checked_before_any_call():
             client.create_sandbox("t", labels={"bad key": "v"})
     finally:
         client._loop.close()
+
+
+def test_missing_pool_is_a_missing_source():
+    body = json.dumps({"kind": "Status", "code": 422, "reason": "Invalid", "message": 'spec.warmPoolRef.name: Not found: "p"',
+                       "details": {"causes": [{"reason": "FieldValueNotFound", "field": "spec.warmPoolRef.name"}]}})
+    assert type(api_error(422, body, "claiming")) is sdk.SandboxTemplateNotFoundError
