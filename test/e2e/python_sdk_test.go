@@ -31,6 +31,17 @@ rules:
   verbs: [get, list, watch, patch]
 `
 
+// pendingTemplate's sandboxes are never scheduled, so never Ready: for timeouts and cancellations.
+const pendingTemplate = `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata: {name: python-pending}
+spec:
+  podTemplate:
+    spec:
+      nodeSelector: {sandbox-e2e/no-such-node: "true"}
+      containers: [{name: agent, image: ghcr.io/example/agent:latest}]
+`
+
 // TestPythonSDK runs the Python SDK's end-to-end tests (clients/python/tests/e2e, pytest) as a
 // claim-only tenant: the sync and async lifecycles from a template and a warm pool, commands,
 // files, streaming, stdin, timeouts, port-forward, proxy, logs, suspend and resume (as an
@@ -43,8 +54,10 @@ func TestPythonSDK(t *testing.T) {
 	}
 	ns := newNamespace(t)
 	forbidden := newNamespace(t)
-	port := applyHTTPTemplate(t, ns, "python-sdk")
-	applyYAML(t, ns, fmt.Sprintf(warmPool, "python-pool", 2, "python-sdk", "Recreate")+"---\n"+sandboxOperatorRole)
+	// Sandboxes serving HTTP use the host's network on kwok, one per node: most tests use another.
+	port := applyHTTPTemplate(t, ns, "python-http")
+	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "python-sdk", "Disallowed", "v1")+"---\n"+
+		fmt.Sprintf(warmPool, "python-pool", 2, "python-sdk", "Recreate")+"---\n"+pendingTemplate+"---\n"+sandboxOperatorRole)
 	_, tenantKC := newClaimTenant(t, ns)
 
 	operator := "python-operator-" + randSuffix(5)
@@ -68,7 +81,9 @@ func TestPythonSDK(t *testing.T) {
 		"SANDBOX_E2E_FORBIDDEN_NAMESPACE="+forbidden,
 		"SANDBOX_E2E_TEMPLATE=python-sdk",
 		"SANDBOX_E2E_POOL=python-pool",
+		"SANDBOX_E2E_HTTP_TEMPLATE=python-http",
 		"SANDBOX_E2E_HTTP_PORT="+strconv.Itoa(port),
+		"SANDBOX_E2E_PENDING_TEMPLATE=python-pending",
 	)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -10,7 +10,7 @@ import re
 import uuid
 from typing import Any, Mapping
 
-from .errors import SandboxNotReadyError, SandboxTemplateNotFoundError
+from .errors import SandboxNotFoundError, SandboxNotReadyError, SandboxTemplateNotFoundError
 
 CLAIM_GROUP = "extensions.agents.x-k8s.io"
 SANDBOX_GROUP = "agents.x-k8s.io"
@@ -128,7 +128,9 @@ def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 def ready_sandbox_name(obj: Mapping[str, Any], what: str) -> str | None:
     """The name of the ready sandbox of a claim (or of a Sandbox: its own name), None while it is
-    not Ready; raises when it will not become Ready."""
+    not Ready; raises when it will not become Ready (a claim being deleted among those)."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        raise SandboxNotFoundError(f"{what} is being deleted", status=404)
     c = condition(obj, "Ready")
     if c is None:
         return None

@@ -22,11 +22,15 @@ _TAR_OVERHEAD = 64 << 10
 def split_path(path: str) -> tuple[str, str]:
     """The directory and name of a file path in the sandbox, with the Go SDK's rules: the path is
     cleaned (relative paths are the sandbox's working directory's) and must name a file, not
-    "/", "." or "..". Control characters (a NUL would cut the path short) are refused."""
+    "/", "." or "..". As the seed SDK did, a ".." segment (whose meaning cleaning would change
+    when a link is on the way) and control characters (a NUL would cut the path short) are
+    refused."""
     if not isinstance(path, str) or not path.strip():
         raise SandboxFileError(f"a file path is needed, not {path!r}")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
         raise SandboxFileError(f"the path {path!r} holds a control character")
+    if ".." in path.split("/"):
+        raise SandboxFileError(f"the path {path!r} has a '..' segment")
     clean = posixpath.normpath(path)
     directory, name = posixpath.split(clean)
     if name in ("", ".", "..") or clean == "/":

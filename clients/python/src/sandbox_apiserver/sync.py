@@ -29,6 +29,10 @@ class _Loop:
         self._thread = threading.Thread(target=self._loop.run_forever, name="sandbox-sdk-loop", daemon=True)
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        return self._loop.is_closed()
+
     def run(self, coro: Awaitable[T]) -> T:
         if self._loop.is_closed():
             raise RuntimeError("the SandboxClient is closed")
@@ -66,6 +70,8 @@ class SandboxClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._loop.closed:
+            return
         try:
             self.delete_all()
         finally:
@@ -104,6 +110,8 @@ class SandboxClient:
 
     def close(self) -> None:
         """Closes the handles and the connection (the claims stay) and stops the loop."""
+        if self._loop.closed:
+            return
         if self._cleanup:
             atexit.unregister(self._at_exit)
         self._loop.run(self._async.close())

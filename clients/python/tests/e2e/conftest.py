@@ -18,9 +18,11 @@ class Plane:
     operator_kubeconfig: str  # the same rights, and patch on sandboxes (suspend, resume)
     namespace: str
     forbidden_namespace: str  # one the tenant has no right in
-    template: str  # serves HTTP on http_port
+    template: str
     pool: str  # a warm pool of template
+    http_template: str  # serves HTTP on http_port (on kwok: one sandbox per node at a time)
     http_port: int
+    pending_template: str  # its sandboxes never become Ready
     real_node: bool  # the sandboxes run on a real node (kwok's run their commands on the host)
 
 
@@ -40,7 +42,9 @@ def plane() -> Plane:
         forbidden_namespace=_env("SANDBOX_E2E_FORBIDDEN_NAMESPACE"),
         template=_env("SANDBOX_E2E_TEMPLATE"),
         pool=_env("SANDBOX_E2E_POOL"),
+        http_template=_env("SANDBOX_E2E_HTTP_TEMPLATE"),
         http_port=int(_env("SANDBOX_E2E_HTTP_PORT")),
+        pending_template=_env("SANDBOX_E2E_PENDING_TEMPLATE"),
         real_node=os.environ.get("SANDBOX_E2E_REAL_NODE") == "1",
     )
 

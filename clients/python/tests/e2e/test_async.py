@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+import aiohttp
 import pytest
 
 import sandbox_apiserver as sdk
@@ -23,7 +24,7 @@ async def claim_names(plane, selector: str = "", live: bool = False) -> set[str]
 def test_async_lifecycle_files_and_streaming(plane, scratch):
     async def main() -> None:
         async with sdk.AsyncSandboxClient(kubeconfig=plane.kubeconfig) as client:
-            sb = await client.create_sandbox(plane.template, labels={"test": "async"})
+            sb = await client.create_sandbox(plane.http_template, labels={"test": "async"})
             assert sb.is_active and client.list_active_sandboxes() == [(plane.namespace, sb.claim_name)]
             res = await sb.commands.run("echo out; echo err >&2; exit 5")
             assert (res.stdout, res.stderr, res.exit_code) == ("out\n", "err\n", 5)
@@ -56,12 +57,10 @@ def test_async_lifecycle_files_and_streaming(plane, scratch):
             with pytest.raises(sdk.SandboxTimeoutError):
                 await sb.commands.run("sleep 600", timeout=2)
 
-            async with sb.port_forward(plane.http_port) as pf:
-                reader, writer = await asyncio.open_connection(*pf.local_address)
-                writer.write(b"GET /async HTTP/1.0\r\nHost: x\r\n\r\n")
-                response = await asyncio.wait_for(reader.read(), 30)
-                writer.close()
-                assert response.endswith(b"hello from /async")
+            async with sb.port_forward(plane.http_port) as pf, aiohttp.ClientSession() as http:
+                for path in ("/async", "/again"):
+                    async with http.get(pf.url + path, timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                        assert await resp.text() == "hello from " + path
             assert (await sb.proxy_request("GET", "/healthz", port=plane.http_port)).text == "ok\n"
 
             await sb.commands.run(["rm", "-rf", scratch])
@@ -86,7 +85,7 @@ def test_async_warm_pool_and_errors(plane):
                 await client.create_sandbox(plane.template, namespace=plane.forbidden_namespace)
             # Cancelled while it waits for the sandbox: the claim is rolled back.
             before = await claim_names(plane)
-            task = asyncio.create_task(client.create_sandbox(plane.template, labels={"cancelled": "yes"}))
+            task = asyncio.create_task(client.create_sandbox(plane.pending_template, labels={"cancelled": "yes"}))
             while not (await claim_names(plane, "cancelled=yes")) - before:
                 assert not task.done(), task
             task.cancel()

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from sandbox_apiserver import SandboxNotReadyError, SandboxTemplateNotFoundError, _claims
+from sandbox_apiserver import SandboxNotFoundError, SandboxNotReadyError, SandboxTemplateNotFoundError, _claims
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,7 @@ def test_ready_sandbox_name():
         _claims.ready_sandbox_name(claim("False", "TemplateNotFound"), "c")
     with pytest.raises(SandboxNotReadyError, match="ClaimExpired"):
         _claims.ready_sandbox_name(claim("False", "ClaimExpired"), "c")
+    deleting = claim("True", sandbox="sb")
+    deleting["metadata"] = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
+    with pytest.raises(SandboxNotFoundError, match="being deleted"):
+        _claims.ready_sandbox_name(deleting, "c")

@@ -12,18 +12,17 @@ from sandbox_apiserver import SandboxFileError, _files
     "path, want",
     [
         ("/tmp/a.txt", ("/tmp", "a.txt")),
-        ("/tmp//x/../a.txt", ("/tmp", "a.txt")),
+        ("/tmp//x/./a.txt", ("/tmp/x", "a.txt")),
         ("a.txt", (".", "a.txt")),
         ("sub/a.txt", ("sub", "a.txt")),
         ("/a", ("/", "a")),
-        ("../a", ("..", "a")),
     ],
 )
 def test_split_path(path, want):
     assert _files.split_path(path) == want
 
 
-@pytest.mark.parametrize("path", ["", " ", "/", ".", "..", "/tmp/..", "foo\x00../etc/passwd", "a\nb", "a\x7fb"])
+@pytest.mark.parametrize("path", ["", " ", "/", ".", "..", "/tmp/..", "../a", "/tmp/x/../a", "foo\x00../etc/passwd", "a\nb", "a\x7fb"])
 def test_split_path_refuses(path):
     with pytest.raises(SandboxFileError):
         _files.split_path(path)
