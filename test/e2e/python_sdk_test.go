@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,8 +55,7 @@ func TestPythonSDK(t *testing.T) {
 	}
 	ns := newNamespace(t)
 	forbidden := newNamespace(t)
-	// Sandboxes serving HTTP use the host's network on kwok, one per node: most tests use another.
-	port := applyHTTPTemplate(t, ns, "python-http")
+	port, realNode := applyPythonHTTPTemplate(t, ns)
 	applyYAML(t, ns, fmt.Sprintf(agentTemplate, "python-sdk", "Disallowed", "v1")+"---\n"+
 		fmt.Sprintf(warmPool, "python-pool", 2, "python-sdk", "Recreate")+"---\n"+pendingTemplate+"---\n"+sandboxOperatorRole)
 	_, tenantKC := newClaimTenant(t, ns)
@@ -84,12 +84,48 @@ func TestPythonSDK(t *testing.T) {
 		"SANDBOX_E2E_HTTP_TEMPLATE=python-http",
 		"SANDBOX_E2E_HTTP_PORT="+strconv.Itoa(port),
 		"SANDBOX_E2E_PENDING_TEMPLATE=python-pending",
+		"SANDBOX_E2E_REAL_NODE="+realNode,
 	)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pytest clients/python/tests/e2e: %v\n%s", err, out)
 	}
 	t.Logf("pytest clients/python/tests/e2e:\n%s", out)
+}
+
+// realHTTPTemplate serves on port 8080 of a real container what serveSandboxHTTP serves on kwok.
+const realHTTPTemplate = `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata: {name: python-http}
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: agent
+        image: ghcr.io/example/agent:latest
+        command: [python3, -c]
+        args:
+        - |
+          import http.server
+          class H(http.server.BaseHTTPRequestHandler):
+              def do_GET(self):
+                  body = b"ok\n" if self.path == "/healthz" else ("hello from " + self.path.split("?")[0]).encode()
+                  self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+          http.server.ThreadingHTTPServer(("", 8080), H).serve_forever()
+        ports: [{name: http, containerPort: 8080}]
+`
+
+// applyPythonHTTPTemplate makes the template python-http, whose sandboxes serve HTTP, and returns
+// its port and "1" when the plane has a real node (label type=real) to run it on. On kwok's nodes
+// it is a host-network pod served by this test (applyHTTPTemplate): one per node at a time, so
+// only the tests of port-forward and proxy use it.
+func applyPythonHTTPTemplate(t *testing.T, ns string) (port int, realNode string) {
+	t.Helper()
+	if strings.TrimSpace(kubectl(t, "get", "nodes", "-l", "type=real", "-o", "name")) == "" {
+		return applyHTTPTemplate(t, ns, "python-http"), "0"
+	}
+	applyYAML(t, ns, realHTTPTemplate)
+	return 8080, "1"
 }
 
 // setNamespace makes ns the namespace of kubeconfig's current context.
