@@ -11,7 +11,7 @@ BIN := $(OUTPUT)/bin
 export CGO_ENABLED ?= 0
 export GOFLAGS ?= -trimpath
 
-.PHONY: all build image release test test-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
+.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
 
 all: build
 
@@ -33,8 +33,12 @@ release: tools
 test:
 	hack/test.sh
 
-test-unit:
+test-unit: test-python-unit
 	$(GO) test ./pkg/... ./cmd/... ./hack/...
+
+# The Python SDK (clients/python): its unit tests, with Debian's packages (no PyPI).
+test-python-unit:
+	hack/python-unit.sh
 
 # Budgets are counts of inputs, not durations: with a duration, Go 1.26's fuzz coordinator can
 # fail a target with a bare "context deadline exceeded" when the time runs out under load
@@ -62,6 +66,7 @@ test-integration:
 # not parallel and run first, alone.
 E2E_PARALLEL ?= 6
 test-e2e: build tools
+	hack/python-deps.sh >/dev/null
 	KUBE_CACHE_MUTATION_DETECTOR=true $(GO) test -count=1 -timeout 40m -parallel $(E2E_PARALLEL) ./test/e2e/...
 
 codegen:
