@@ -161,7 +161,7 @@ func TestStreamsAreBounded(t *testing.T) {
 func TestMCPSessionIsTheServersMemory(t *testing.T) {
 	t.Parallel()
 	bin := sandboxMCPBinary(t)
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	mcpTemplate(t, ns)
 	_, agentKC := newClaimTenant(t, ns)
 	attacker := "claim-attacker-" + randSuffix(5)
@@ -240,7 +240,7 @@ spec:
 // before reaching the sandbox, while the user's own requests (127.0.0.1, localhost) pass.
 func TestPluginProxyServesOnlyLoopbackHosts(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	mcpTemplate(t, ns)
 	_, kc := newClaimTenant(t, ns)
 	kubectlAsStdin(t, kc, `apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -276,7 +276,7 @@ spec:
 // with a valid token, and will not serve plain HTTP off the loopback interface.
 func TestMCPHTTPRefusesWhatABrowserOrTheNetworkSends(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newRealNamespace(t)
 	kubectl(t, "create", "serviceaccount", "agent", "-n", ns)
 	token := strings.TrimSpace(kubectl(t, "create", "token", "agent", "-n", ns, "--duration=1h"))
 	url := startMCPHTTP(t)
