@@ -6,6 +6,8 @@
 set -o errtrace
 trap 'report_failure $? "${BASH_SOURCE[0]:-?}" "${LINENO}" "${BASH_COMMAND}"' ERR
 report_failure() {
+  # A function's own `return N` is a status it chose to give, not a failure to report.
+  [[ "$4" != return* ]] || return 0
   printf '[%s] ERROR: %s:%s: `%s` exited %s\n' "$(date +%H:%M:%S)" "$2" "$3" "$4" "$1" >&2
 }
 
