@@ -342,24 +342,33 @@ func startMCPHTTP(t *testing.T) string {
 // when empty) and session (none when empty), and returns the status.
 func mcpPost(t *testing.T, url, token, session, body string) int {
 	t.Helper()
+	header := http.Header{}
+	if session != "" {
+		header.Set("Mcp-Session-Id", session)
+	}
+	return mcpRequest(t, url, token, body, header).StatusCode
+}
+
+// mcpRequest posts body to the MCP endpoint with the headers of a streamable HTTP client, token
+// as a bearer token (none when empty) and header on top, and returns the answer, body closed.
+func mcpRequest(t *testing.T, url, token, body string, header http.Header) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header = header.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode
+	return resp
 }
 
 // TestMCPHTTP: a remote agent reaches sandbox-mcp over streamable HTTP with the token of a

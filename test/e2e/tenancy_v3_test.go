@@ -282,21 +282,11 @@ func TestMCPHTTPRefusesWhatABrowserOrTheNetworkSends(t *testing.T) {
 	url := startMCPHTTP(t)
 	send := func(token, origin string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+		header := http.Header{}
 		if origin != "" {
-			req.Header.Set("Origin", origin)
+			header.Set("Origin", origin)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
+		return mcpRequest(t, url, token, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`, header)
 	}
 	if resp := send("", ""); resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("no token: %d, WWW-Authenticate %q; want 401 with Bearer", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
