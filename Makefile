@@ -60,7 +60,7 @@ test-integration:
 	$(GO) test -count=1 -timeout 20m ./test/integration/...
 
 # The mutation detector fails a run whose controllers change an object their informers hold: those
-# of our kinds share their contents with the server's watch cache (pkg/controllers/inprocess).
+# of our kinds share their contents with the server's watch cache (pkg/fastpath).
 # The tests spend most of their time waiting on the plane, not on the CPU, so more of them run at
 # once than go test's default of one per core; those that restart or kill parts of the plane are
 # not parallel and run first, alone.

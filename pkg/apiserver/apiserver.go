@@ -27,20 +27,18 @@ import (
 	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/inprocess"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxstream"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -73,7 +71,7 @@ type CompletedConfig struct {
 	// KubeConfig reaches the cluster's kube-apiserver, where the controllers make children.
 	KubeConfig *restclient.Config
 	// ControllerIdentity is who the controllers are when they write here.
-	ControllerIdentity *controlleridentity.Identity
+	ControllerIdentity *trust.ControllerIdentity
 }
 
 // Complete fills in the defaults of the generic server configuration and sets up the
@@ -84,7 +82,7 @@ func (c *Config) Complete() CompletedConfig {
 	if c.GenericConfig.ClientConfig == nil || (controllers != nil && !controllers.Any()) {
 		controllers = nil
 	}
-	identity := controlleridentity.New()
+	identity := trust.NewControllerIdentity()
 	identity.Install(&c.GenericConfig.Authentication)
 	wake := sandboxwake.NewOptions()
 	if c.Wake != nil {
@@ -101,12 +99,12 @@ type SandboxServer struct {
 	// while this replica leads, a standby otherwise.
 	ClaimBinder *claimbinding.Binder
 	// ControllerIdentity is who the controllers are when they write here (see
-	// pkg/registry/controlleridentity).
-	ControllerIdentity *controlleridentity.Identity
+	// pkg/registry/trust).
+	ControllerIdentity *trust.ControllerIdentity
 	// Waker resumes suspended sandboxes for the proxy and records their activity.
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from this server's registries for the controllers' caches.
-	Ours *inprocess.Source
+	Ours *fastpath.InformerSource
 }
 
 // New builds the server and installs both API groups in every served version.
@@ -115,10 +113,10 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The registries' objects share the parts they hold alike (pkg/registry/objectsharing); the
+	// The registries' objects share the parts they hold alike (pkg/fastpath); the
 	// binder decodes objects from etcd to change them and gets its own.
 	bindingOptsGetter := c.GenericConfig.RESTOptionsGetter
-	optsGetter := storagewrap.DecodedGetter(bindingOptsGetter, objectsharing.Object)
+	optsGetter := fastpath.DecodedGetter(bindingOptsGetter, fastpath.ShareParts)
 
 	// Each kind gets its controller's finalizer at create time, when that controller runs.
 	finalizer := func(controller, name string) string {
@@ -233,7 +231,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	metrics.Register()
 	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
 	// The controllers cache our kinds as this replica's registries hold them.
-	ours := inprocess.New(Scheme, inprocess.Stores{
+	ours := fastpath.NewInformerSource(Scheme, fastpath.RegistryStores{
 		Sandboxes: sandboxStorage.Sandbox.Store,
 		Claims:    claimStorage.SandboxClaim.Store,
 		Templates: templateStorage.Store,

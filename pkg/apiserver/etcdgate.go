@@ -22,7 +22,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 )
 
 // etcdRetryAfterSeconds is the Retry-After of the answers given while etcd is unreachable:
@@ -89,7 +89,7 @@ func etcdUnreachableError() *apierrors.StatusError {
 // finds etcd unreachable, and a call waiting on etcd when the probe finds it unreachable ends then;
 // both fail with the 503 and Retry-After of etcdUnreachableError, which client-go retries.
 func WithEtcdGuard(getter generic.RESTOptionsGetter, probe *EtcdProbe) generic.RESTOptionsGetter {
-	return storagewrap.Getter(getter, func(s storage.Interface) storage.Interface {
+	return fastpath.WrapStorage(getter, func(s storage.Interface) storage.Interface {
 		return guardedStorage{Interface: s, probe: probe}
 	})
 }

@@ -28,7 +28,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 )
 
 // EtcdProbe knows whether the server's etcd answers, from a connection of its own that it checks
@@ -284,7 +284,7 @@ func (p *EtcdProbe) watchConnection(ctx context.Context, conn *grpc.ClientConn, 
 // on its own, and shows a failed attempt at once.
 func newProbeClient(t storagebackend.TransportConfig, maxBackoff time.Duration) (*clientv3.Client, error) {
 	t.EgressLookup = nil
-	cfg, err := etcdclient.Config(t)
+	cfg, err := fastpath.EtcdClientConfig(t)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package controllers holds the controllers embedded in sandbox-apiserver, one per package, and
-// the names --controllers knows them by.
+// Package controllers holds what the controllers embedded in sandbox-apiserver share, one
+// controller per package beside it: the names --controllers knows them by, the work loop each
+// runs (WorkLoop), the statuses each last wrote (WrittenStatus), and Sandboxes made from a
+// template the one way both the claim and the warm pool controllers make them.
 package controllers
 
 // Names of the controllers in --controllers, logs and metrics.

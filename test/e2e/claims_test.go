@@ -17,8 +17,8 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 const agentTemplate = `apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -389,7 +389,7 @@ func TestWarmPoolUpdateStrategies(t *testing.T) {
 	waitPoolReady(t, ns, "recreate", 2)
 	waitPoolReady(t, ns, "replenish", 2)
 	members := func(pool string) string {
-		return jsonpath(t, ns, "{.items[*].metadata.name}", "sandboxes", "-l", extensionsv1beta1.WarmPoolSandboxLabel+"="+naming.NameHash(pool))
+		return jsonpath(t, ns, "{.items[*].metadata.name}", "sandboxes", "-l", extensionsv1beta1.WarmPoolSandboxLabel+"="+objectmeta.NameHash(pool))
 	}
 	before := map[string]string{"recreate": members("recreate"), "replenish": members("replenish")}
 
@@ -398,7 +398,7 @@ func TestWarmPoolUpdateStrategies(t *testing.T) {
 			`[{"op":"replace","path":"/spec/podTemplate/spec/containers/0/image","value":"ghcr.io/example/agent:v2"}]`)
 	}
 	eventually(t, 2*time.Minute, "the Recreate pool's members replaced with the new image", func() (bool, string) {
-		images, _, _ := kubectlErr(t, "get", "sandboxes", "-n", ns, "-l", extensionsv1beta1.WarmPoolSandboxLabel+"="+naming.NameHash("recreate"),
+		images, _, _ := kubectlErr(t, "get", "sandboxes", "-n", ns, "-l", extensionsv1beta1.WarmPoolSandboxLabel+"="+objectmeta.NameHash("recreate"),
 			"-o", "jsonpath={.items[*].spec.podTemplate.spec.containers[0].image}")
 		return images == "ghcr.io/example/agent:v2 ghcr.io/example/agent:v2", images
 	})

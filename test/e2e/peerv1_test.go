@@ -10,7 +10,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Manifests in the shape of the agent-sandbox v1.0 API, applied with kubectl as they are.
@@ -73,7 +73,7 @@ spec:
 	waitPoolReady(t, ns, "pool", 1)
 	members := func() []string {
 		return names(strings.ReplaceAll(jsonpath(t, ns, "{.items[*].metadata.name}", "sandboxes", "-l",
-			extensionsv1beta1.WarmPoolSandboxLabel+"="+naming.NameHash("pool")), " ", "\n"))
+			extensionsv1beta1.WarmPoolSandboxLabel+"="+objectmeta.NameHash("pool")), " ", "\n"))
 	}
 	m := members()
 	if len(m) != 1 {

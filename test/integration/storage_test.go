@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/test/integration/framework"
 )
 
@@ -97,7 +97,7 @@ func TestStorageMediaTypeSwitch(t *testing.T) {
 // configured.
 func storedValue(ctx context.Context, t *testing.T, o *server.Options, suffix string) []byte {
 	t.Helper()
-	cfg, err := etcdclient.Config(o.RecommendedOptions.Etcd.StorageConfig.Transport)
+	cfg, err := fastpath.EtcdClientConfig(o.RecommendedOptions.Etcd.StorageConfig.Transport)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,13 +27,13 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/inprocess"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespacecleanup"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxtemplate"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxwarmpool"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
@@ -57,7 +57,7 @@ func init() {
 // binder, when not nil, binds claims to warm members as they are created: it is served by the
 // claim controller while this replica runs it, by a Standby otherwise. tracer records the
 // controllers' spans (the server's, from --tracing-config-file).
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, source *inprocess.Source, binder Binder, tracer trace.TracerProvider) error {
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, source *fastpath.InformerSource, binder Binder, tracer trace.TracerProvider) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -142,7 +142,7 @@ type Binder interface {
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *inprocess.Source, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *fastpath.InformerSource, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -260,7 +260,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 type standbyBinding struct {
 	kube   kubernetes.Interface
 	client versioned.Interface
-	source *inprocess.Source
+	source *fastpath.InformerSource
 	serve  func(claimbinding.Chooser) func()
 
 	mu      sync.Mutex

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/objectsharing"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 )
 
 // dropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
@@ -22,7 +22,7 @@ import (
 // sizes), so what they cost is small.
 //
 // It only sets the object's own field: objects of our kinds share everything else with the
-// server's watch cache (pkg/controllers/inprocess).
+// server's watch cache (pkg/fastpath).
 var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -35,11 +35,11 @@ var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
 }
 
 // trimForCache is dropManagedFields for objects decoded for the controllers alone, the cluster's
-// kinds, whose parts held alike by many objects are then shared (pkg/registry/objectsharing).
+// kinds, whose parts held alike by many objects are then shared (pkg/fastpath).
 var trimForCache cache.TransformFunc = func(obj any) (any, error) {
 	obj, _ = dropManagedFields(obj)
 	if o, ok := obj.(runtime.Object); ok {
-		objectsharing.Object(o)
+		fastpath.ShareParts(o)
 	}
 	return obj, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/version"
 )
 
@@ -181,7 +181,7 @@ func keyOf(sb *agents.Sandbox) sandboxKey {
 		k.template = t
 	}
 	for _, kind := range []string{"SandboxClaim", "SandboxWarmPool"} {
-		if ownership.ControllerOf(sb, extensionsv1beta1.SchemeGroupVersion.WithKind(kind).GroupKind()) != nil {
+		if objectmeta.ControllerOf(sb, extensionsv1beta1.SchemeGroupVersion.WithKind(kind).GroupKind()) != nil {
 			k.owner = kind
 		}
 	}

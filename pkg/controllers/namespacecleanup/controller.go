@@ -12,7 +12,7 @@
 //
 // Namespaces are matched by UID, not name: a namespace deleted and created again while the server
 // was away is another namespace, perhaps another tenant's. Objects whose recorded namespace UID
-// (see package namespaceuid) is not the UID of the namespace of their name are deleted one by one;
+// (see objectmeta.NamespaceUID) is not the UID of the namespace of their name are deleted one by one;
 // the new namespace's own objects are not touched.
 package namespacecleanup
 
@@ -30,11 +30,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -44,7 +43,7 @@ const Name = controllers.NamespaceCleanup
 // Its queue holds namespace names.
 type Controller struct {
 	kube       kubernetes.Interface
-	loop       *worker.Loop
+	loop       *controllers.WorkLoop
 	synced     []cache.InformerSynced
 	namespaces corelisters.NamespaceLister
 	// kinds are the four kinds, each with its cache and how to delete all its objects in a
@@ -77,7 +76,7 @@ type Config struct {
 // New wires the controller to its informers.
 func New(c Config) (*Controller, error) {
 	ctrl := &Controller{kube: c.Kube, namespaces: c.Namespaces.Lister()}
-	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	// Claims and pools first: their finalizers delete the Sandboxes they own, which the last
 	// deletion then finds already going.
 	all := metav1.ListOptions{}
@@ -143,7 +142,7 @@ func (c *Controller) checkNamespaceOf(obj any) {
 		return
 	}
 	ns, err := c.namespaces.Get(o.GetNamespace())
-	if apierrors.IsNotFound(err) || err == nil && namespaceuid.Stale(o, ns) {
+	if apierrors.IsNotFound(err) || err == nil && objectmeta.StaleNamespace(o, ns) {
 		c.loop.Queue.Add(o.GetNamespace())
 	}
 }
@@ -180,11 +179,11 @@ func (c *Controller) sync(ctx context.Context, namespace string) error {
 		}
 		for _, obj := range left {
 			o, ok := obj.(metav1.Object)
-			if !ok || !namespaceuid.Stale(o, live) || o.GetDeletionTimestamp() != nil {
+			if !ok || !objectmeta.StaleNamespace(o, live) || o.GetDeletionTimestamp() != nil {
 				continue
 			}
 			logger.Info("Deleting an object left by an earlier namespace of the same name", "namespace", namespace, "resource", k.resource,
-				"name", o.GetName(), "namespaceUID", namespaceuid.Of(o), "currentNamespaceUID", live.UID)
+				"name", o.GetName(), "namespaceUID", objectmeta.NamespaceUID(o), "currentNamespaceUID", live.UID)
 			uid := o.GetUID()
 			err := k.deleteOne(ctx, namespace, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -201,7 +200,7 @@ func (c *Controller) holdsStale(ns *corev1.Namespace) bool {
 	for _, k := range c.kinds {
 		left, _ := k.objects.ByIndex(cache.NamespaceIndex, ns.Name)
 		for _, obj := range left {
-			if o, ok := obj.(metav1.Object); ok && namespaceuid.Stale(o, ns) && o.GetDeletionTimestamp() == nil {
+			if o, ok := obj.(metav1.Object); ok && objectmeta.StaleNamespace(o, ns) && o.GetDeletionTimestamp() == nil {
 				return true
 			}
 		}

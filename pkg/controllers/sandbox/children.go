@@ -16,11 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
-func hashOf(sb *agentsv1beta1.Sandbox) string { return naming.NameHash(sb.Name) }
+func hashOf(sb *agentsv1beta1.Sandbox) string { return objectmeta.NameHash(sb.Name) }
 
 // podSelector selects the Sandbox's pod, and no other Sandbox's: it carries the Sandbox's UID.
 func podSelector(sb *agentsv1beta1.Sandbox) map[string]string {
@@ -50,7 +49,7 @@ func firstChildren(sb *agentsv1beta1.Sandbox) bool {
 // conflict reports, as an event and as the error the Ready condition shows, that an object of the
 // name a child needs exists and the Sandbox does not control it. The object is left as it is.
 func (c *Controller) conflict(sb *agentsv1beta1.Sandbox, kind string, obj metav1.Object) error {
-	err := ownership.Conflict(kind, obj)
+	err := objectmeta.OwnershipConflict(kind, obj)
 	c.events.Event(sb, corev1.EventTypeWarning, agentsv1beta1.SandboxReasonOwnershipConflict, err.Error())
 	return err
 }
@@ -83,7 +82,7 @@ func (c *Controller) reconcileChildren(ctx context.Context, sb *agentsv1beta1.Sa
 	// the pod and Service of the Sandbox that exist.
 	if err := c.reconcilePVCs(ctx, sb); err != nil {
 		state.pod, _ = c.ownedPod(sb)
-		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) == ownership.Owned {
+		if svc, svcErr := c.services.Services(sb.Namespace).Get(sb.Name); svcErr == nil && objectmeta.OwnershipOf(svc, sandboxKind.GroupKind(), sb.UID) == objectmeta.Owned {
 			state.service = svc
 		}
 		return state, err
@@ -109,7 +108,7 @@ func (c *Controller) podOfName(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 // (same Sandbox UID), nil when there is none.
 func (c *Controller) ownedPod(sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 	pod, err := c.podOfName(sb)
-	if pod == nil || ownership.Of(pod, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
+	if pod == nil || objectmeta.OwnershipOf(pod, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned {
 		return nil, err
 	}
 	return pod, nil
@@ -120,7 +119,7 @@ func (c *Controller) reconcilePod(ctx context.Context, sb *agentsv1beta1.Sandbox
 	if err != nil {
 		return nil, err
 	}
-	if pod != nil && ownership.Of(pod, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
+	if pod != nil && objectmeta.OwnershipOf(pod, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned {
 		return nil, c.conflict(sb, "Pod", pod)
 	}
 
@@ -159,7 +158,7 @@ func (c *Controller) createPod(ctx context.Context, sb *agentsv1beta1.Sandbox) (
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ownership.Of(existing, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
+		if objectmeta.OwnershipOf(existing, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned {
 			return nil, c.conflict(sb, "Pod", existing)
 		}
 		// Ours: its labels put back if someone took them (the cache sees only labelled pods).
@@ -200,7 +199,7 @@ func desiredPod(sb *agentsv1beta1.Sandbox) *corev1.Pod {
 	propagateMetadata(&pod.ObjectMeta, &tmpl.ObjectMeta, identityLabels(sb))
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
 		vol := corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.PVCName(vct.Name, sb.Name)},
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: objectmeta.PVCName(vct.Name, sb.Name)},
 		}}
 		if i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == vct.Name }); i >= 0 {
 			pod.Spec.Volumes[i] = vol
@@ -305,14 +304,14 @@ func (c *Controller) deleteChildren(ctx context.Context, sb *agentsv1beta1.Sandb
 	if pod != nil && pod.DeletionTimestamp == nil {
 		errs = append(errs, c.deletePod(ctx, pod))
 	}
-	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) == ownership.Owned {
+	if svc, err := c.services.Services(sb.Namespace).Get(sb.Name); err == nil && objectmeta.OwnershipOf(svc, sandboxKind.GroupKind(), sb.UID) == objectmeta.Owned {
 		errs = append(errs, ignoreGone(c.kube.CoreV1().Services(sb.Namespace).Delete(ctx, svc.Name,
 			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &svc.UID}})))
 	}
 	if withClaims {
 		for _, vct := range sb.Spec.VolumeClaimTemplates {
-			pvc, err := c.pvcs.PersistentVolumeClaims(sb.Namespace).Get(naming.PVCName(vct.Name, sb.Name))
-			if err != nil || ownership.Of(pvc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned || pvc.DeletionTimestamp != nil {
+			pvc, err := c.pvcs.PersistentVolumeClaims(sb.Namespace).Get(objectmeta.PVCName(vct.Name, sb.Name))
+			if err != nil || objectmeta.OwnershipOf(pvc, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned || pvc.DeletionTimestamp != nil {
 				continue
 			}
 			errs = append(errs, ignoreGone(c.kube.CoreV1().PersistentVolumeClaims(sb.Namespace).Delete(ctx, pvc.Name,
@@ -336,7 +335,7 @@ func ignoreGone(err error) error {
 // here: they outlive suspension and expiry and go only with the Sandbox.
 func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbox) error {
 	for _, vct := range sb.Spec.VolumeClaimTemplates {
-		name := naming.PVCName(vct.Name, sb.Name)
+		name := objectmeta.PVCName(vct.Name, sb.Name)
 		pvc, err := c.pvcs.PersistentVolumeClaims(sb.Namespace).Get(name)
 		if apierrors.IsNotFound(err) {
 			// The cache only holds labelled claims: an unlabelled one of this name shows up as AlreadyExists.
@@ -345,7 +344,7 @@ func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if err != nil {
 			return err
 		}
-		if ownership.Of(pvc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
+		if objectmeta.OwnershipOf(pvc, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned {
 			return c.conflict(sb, "PersistentVolumeClaim", pvc)
 		}
 	}
@@ -355,7 +354,7 @@ func (c *Controller) reconcilePVCs(ctx context.Context, sb *agentsv1beta1.Sandbo
 func (c *Controller) createPVC(ctx context.Context, sb *agentsv1beta1.Sandbox, vct agentsv1beta1.PersistentVolumeClaimTemplate) (*corev1.PersistentVolumeClaim, error) {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            naming.PVCName(vct.Name, sb.Name),
+			Name:            objectmeta.PVCName(vct.Name, sb.Name),
 			Namespace:       sb.Namespace,
 			Labels:          maps.Clone(vct.Labels),
 			Annotations:     maps.Clone(vct.Annotations),
@@ -400,7 +399,7 @@ func (c *Controller) reconcileService(ctx context.Context, sb *agentsv1beta1.San
 		return nil, nil
 	case svc == nil:
 		return c.createService(ctx, sb)
-	case ownership.Of(svc, sandboxKind.GroupKind(), sb.UID) != ownership.Owned:
+	case objectmeta.OwnershipOf(svc, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned:
 		if want != nil && *want {
 			return nil, c.conflict(sb, "Service", svc)
 		}
@@ -434,7 +433,7 @@ func (c *Controller) createService(ctx context.Context, sb *agentsv1beta1.Sandbo
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ownership.Of(existing, sandboxKind.GroupKind(), sb.UID) != ownership.Owned {
+		if objectmeta.OwnershipOf(existing, sandboxKind.GroupKind(), sb.UID) != objectmeta.Owned {
 			return nil, c.conflict(sb, "Service", existing)
 		}
 		return c.driveService(ctx, sb, existing)

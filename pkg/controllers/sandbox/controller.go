@@ -20,12 +20,10 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -51,7 +49,7 @@ var sandboxKind = agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox")
 type Controller struct {
 	kube    kubernetes.Interface
 	client  versioned.Interface
-	loop    *worker.Loop
+	loop    *controllers.WorkLoop
 	synced  []cache.InformerSynced
 	events  record.EventRecorder
 	domain  string
@@ -61,7 +59,7 @@ type Controller struct {
 	// held-back first status must be written at the latest.
 	podStarting      sync.Map
 	firstStatusDelay time.Duration
-	writtenStatus    *writtenstatus.Cache[agentsv1beta1.SandboxStatus]
+	writtenStatus    *controllers.WrittenStatus[agentsv1beta1.SandboxStatus]
 
 	sandboxes  agentslisters.SandboxLister
 	namespaces corelisters.NamespaceLister
@@ -96,14 +94,14 @@ func New(c Config) (*Controller, error) {
 		workers: c.Workers,
 		// A variable so tests can turn it off.
 		firstStatusDelay: defaultFirstStatusDelay,
-		writtenStatus:    writtenstatus.New(sameStatus),
+		writtenStatus:    controllers.NewWrittenStatus(sameStatus),
 		sandboxes:        c.Sandboxes.Lister(),
 		namespaces:       c.Namespaces.Lister(),
 		pods:             c.Pods.Lister(),
 		services:         c.Services.Lister(),
 		pvcs:             c.PVCs.Lister(),
 	}
-	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{
 		c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced, c.Pods.Informer().HasSynced,
 		c.Services.Informer().HasSynced, c.PVCs.Informer().HasSynced,
@@ -145,7 +143,7 @@ func (c *Controller) enqueueOwner(obj any) {
 	if !ok {
 		return
 	}
-	ref := ownership.ControllerOf(child, sandboxKind.GroupKind())
+	ref := objectmeta.ControllerOf(child, sandboxKind.GroupKind())
 	if ref == nil {
 		return
 	}
@@ -154,7 +152,7 @@ func (c *Controller) enqueueOwner(obj any) {
 
 // sameStatus compares two statuses but not the transition times of their conditions.
 func sameStatus(a, b agentsv1beta1.SandboxStatus) bool {
-	if !writtenstatus.SameConditions(a.Conditions, b.Conditions) {
+	if !controllers.SameConditions(a.Conditions, b.Conditions) {
 		return false
 	}
 	a.Conditions, b.Conditions = nil, nil

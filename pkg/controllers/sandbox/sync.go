@@ -20,8 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // sync brings the children of one Sandbox to what its spec asks and writes its status when it
@@ -41,7 +40,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if namespaceuid.Inactive(c.namespaces, cached) {
+	if objectmeta.InInactiveNamespace(c.namespaces, cached) {
 		// Left by an earlier namespace of this name (namespacecleanup deletes it), or in a
 		// namespace being deleted: nothing is made for it.
 		return nil
@@ -187,7 +186,7 @@ func conditions(sb *agentsv1beta1.Sandbox, state children, childErr error) []met
 
 func readyCondition(sb *agentsv1beta1.Sandbox, state children, childErr error) metav1.Condition {
 	cond := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), ObservedGeneration: sb.Generation}
-	var conflict *ownership.ConflictError
+	var conflict *objectmeta.OwnershipConflictError
 	var forbidden *podForbiddenError
 	switch {
 	case errors.As(childErr, &conflict):

@@ -14,8 +14,8 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 // maxBindAttempts bounds the commits one create request tries in each bucket (Ready, then starting);

@@ -26,16 +26,13 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/writtenstatus"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
 	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
 	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -62,7 +59,7 @@ var (
 // Controller reconciles SandboxClaims.
 type Controller struct {
 	client  versioned.Interface
-	loop    *worker.Loop
+	loop    *controllers.WorkLoop
 	synced  []cache.InformerSynced
 	events  record.EventRecorder
 	now     func() time.Time
@@ -80,7 +77,7 @@ type Controller struct {
 	sharedRevisions bool
 	firstObservedAt sync.Map // claim UID -> time the controller first saw it, for latency metrics
 	cacheWaitSince  sync.Map // claim UID -> time it started waiting for the sandbox cache
-	writtenStatus   *writtenstatus.Cache[extensionsv1beta1.SandboxClaimStatus]
+	writtenStatus   *controllers.WrittenStatus[extensionsv1beta1.SandboxClaimStatus]
 }
 
 // Config is what the controller needs from the process.
@@ -125,11 +122,11 @@ func New(c Config) (*Controller, error) {
 		sandboxes:       c.Sandboxes.Lister(),
 		sandboxIndex:    c.Sandboxes.Informer().GetIndexer(),
 		sharedRevisions: c.SharedRevisions,
-		writtenStatus: writtenstatus.New(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
-			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && writtenstatus.SameConditions(a.Conditions, b.Conditions)
+		writtenStatus: controllers.NewWrittenStatus(func(a, b extensionsv1beta1.SandboxClaimStatus) bool {
+			return apiequality.Semantic.DeepEqual(a.SandboxStatus, b.SandboxStatus) && controllers.SameConditions(a.Conditions, b.Conditions)
 		}),
 	}
-	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced,
 		c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
 
@@ -217,7 +214,7 @@ func (c *Controller) sandboxChanged(obj any) {
 		return
 	}
 	c.chooser().track(sb)
-	if ref := ownership.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
+	if ref := objectmeta.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
 }
@@ -227,7 +224,7 @@ func (c *Controller) sandboxDeleted(obj any) {
 	if sb == nil {
 		return
 	}
-	if ref := ownership.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
+	if ref := objectmeta.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
 }
@@ -241,7 +238,7 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
 		return warmqueue.Bucket{}, false
 	}
-	if ref := poolRef(sb); ref == nil || naming.NameHash(ref.Name) != sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] {
+	if ref := poolRef(sb); ref == nil || objectmeta.NameHash(ref.Name) != sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] {
 		return warmqueue.Bucket{}, false
 	}
 	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash,
@@ -250,7 +247,7 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
 
 // poolRef returns the controller reference of sb when it is a SandboxWarmPool, nil otherwise.
 func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
-	return ownership.ControllerOf(sb, warmPoolKind.GroupKind())
+	return objectmeta.ControllerOf(sb, warmPoolKind.GroupKind())
 }
 
 // ownedSandboxes returns the sandboxes controlled by the claim with this UID: a controller
@@ -262,7 +259,7 @@ func (c *Controller) ownedSandboxes(uid types.UID) []*agentsv1beta1.Sandbox {
 	}
 	out := make([]*agentsv1beta1.Sandbox, 0, len(objs))
 	for _, o := range objs {
-		if sb := o.(*agentsv1beta1.Sandbox); ownership.IsControlledBy(sb, claimKind.GroupKind(), uid) {
+		if sb := o.(*agentsv1beta1.Sandbox); objectmeta.IsControlledBy(sb, claimKind.GroupKind(), uid) {
 			out = append(out, sb)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // warmPoolOnlyLabels mark a sandbox as a pool member; they go when a claim takes it.
@@ -41,7 +41,7 @@ func desiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensi
 		out.Annotations = map[string]string{}
 	}
 	out.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
-	out.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(claim.Spec.TemplateRef.Name)
+	out.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = objectmeta.NameHash(claim.Spec.TemplateRef.Name)
 
 	extra := claim.Spec.AdditionalPodMetadata
 	var peerKeys, allowedLabels, allowedAnnotations []string

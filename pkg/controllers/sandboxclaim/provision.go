@@ -14,12 +14,11 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 // maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
@@ -86,7 +85,7 @@ func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 		delete(sb.Labels, k)
 	}
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
-	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = naming.NameHash(claim.Spec.TemplateRef.Name)
+	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = objectmeta.NameHash(claim.Spec.TemplateRef.Name)
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
 	sb.Spec.IdleTimeout = idleTimeout(claim, template, sb.Spec.IdleTimeout)
 	if sb.Annotations == nil {
@@ -126,7 +125,7 @@ func setTraceContext(sb *agentsv1beta1.Sandbox, traceContext string) {
 // createSandbox makes a cold sandbox named after the claim from its template, with the claim's
 // pod metadata, environment variables and trace context.
 func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, traceContext string) (*agentsv1beta1.Sandbox, error) {
-	sb := fromtemplate.NewSandbox(template)
+	sb := controllers.NewSandboxFromTemplate(template)
 	setTraceContext(sb, traceContext)
 	sb.Name = claim.Name
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
@@ -150,7 +149,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 		if getErr != nil {
 			return nil, getErr
 		}
-		if !ownership.IsControlledBy(existing, claimKind.GroupKind(), claim.UID) {
+		if !objectmeta.IsControlledBy(existing, claimKind.GroupKind(), claim.UID) {
 			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}
 		return existing, nil

@@ -23,9 +23,8 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
@@ -47,7 +46,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if namespaceuid.Inactive(c.namespaces, cached) {
+	if objectmeta.InInactiveNamespace(c.namespaces, cached) {
 		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(cached.Finalizers, finalizer) {
@@ -194,7 +193,7 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 	if err != nil {
 		return nil, err
 	}
-	if !ownership.IsControlledBy(sb, claimKind.GroupKind(), claim.UID) {
+	if !objectmeta.IsControlledBy(sb, claimKind.GroupKind(), claim.UID) {
 		if poolRef(sb) == nil {
 			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}

@@ -12,7 +12,7 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 const (

@@ -17,13 +17,12 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
 	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
 	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // warmChooser picks the warm members claims adopt, from a warm queue and the caches that feed
@@ -79,15 +78,15 @@ const spreadCandidates = 8
 // starting), and accept picks those made in the claim's namespace (not an earlier one of the same
 // name, by the namespace UIDs they record) and, under a named pool policy, those of that pool.
 func (w warmChooser) bucket(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy) (warmqueue.Bucket, func(string) bool) {
-	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: naming.NameHash(claim.Spec.TemplateRef.Name)}
-	poolHash := naming.NameHash(string(policy))
+	bucket := warmqueue.Bucket{Namespace: claim.Namespace, TemplateRefHash: objectmeta.NameHash(claim.Spec.TemplateRef.Name)}
+	poolHash := objectmeta.NameHash(string(policy))
 	return bucket, func(key string) bool {
 		_, name, _ := splitKey(key)
 		sb, err := w.sandboxes.Sandboxes(claim.Namespace).Get(name)
 		if err != nil {
 			return true // gone since it was queued: next drops the key
 		}
-		return namespaceuid.SameNamespace(sb, claim) &&
+		return objectmeta.SameNamespace(sb, claim) &&
 			(policy == extensionsv1beta1.WarmPoolPolicyDefault || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash)
 	}
 }

@@ -26,11 +26,10 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
 	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -52,7 +51,7 @@ func PolicyName(template string) string { return template + validation.NetworkPo
 type Controller struct {
 	kube    kubernetes.Interface
 	client  versioned.Interface
-	loop    *worker.Loop
+	loop    *controllers.WorkLoop
 	synced  []cache.InformerSynced
 	events  record.EventRecorder
 	workers int
@@ -100,7 +99,7 @@ func New(c Config) (*Controller, error) {
 		serverPeer:   c.ServerPeer,
 		clusterCIDRs: slices.Clone(c.ClusterCIDRs),
 	}
-	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Templates.Informer().HasSynced, c.NetworkPolicies.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
 	if _, err := c.Templates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    ctrl.loop.Enqueue,
@@ -143,7 +142,7 @@ func (c *Controller) enqueueTemplate(obj any) {
 // templateOf names the template a policy belongs to.
 func templateOf(np *networkingv1.NetworkPolicy) (string, bool) {
 	if metav1.GetControllerOfNoCopy(np) != nil {
-		ref := ownership.ControllerOf(np, templateKind.GroupKind())
+		ref := objectmeta.ControllerOf(np, templateKind.GroupKind())
 		if ref == nil {
 			return "", false
 		}

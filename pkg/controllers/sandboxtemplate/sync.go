@@ -20,9 +20,7 @@ import (
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // SandboxRouterSelector selects the pods the secure default policy lets traffic in from; claims
@@ -33,7 +31,7 @@ var SandboxRouterSelector = validation.DefaultPolicyPeerLabels
 // 6598, the pod range of several managed clusters), link-local (cloud metadata servers) and IPv6
 // unique and link-local addresses, nor the cluster's own pod and service ranges when the operator
 // names them (--cluster-cidrs). Cluster DNS is blocked with them; sandboxes of such templates
-// resolve through public resolvers (fromtemplate.ApplySecureDefaults).
+// resolve through public resolvers (controllers.ApplySecureDefaults).
 var (
 	DefaultEgressIPv4Except = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}
 	DefaultEgressIPv6Except = []string{"fc00::/7", "fe80::/10"}
@@ -78,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if t.DeletionTimestamp != nil {
 		return c.finalize(ctx, t)
 	}
-	if namespaceuid.Inactive(c.namespaces, t) {
+	if objectmeta.InInactiveNamespace(c.namespaces, t) {
 		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(t.Finalizers, Finalizer) {
@@ -103,7 +101,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // clusterCIDRs are the cluster's pod and service ranges, which the secure default's egress also
 // excludes.
 func DesiredPolicy(t *extensionsv1beta1.SandboxTemplate, server *networkingv1.NetworkPolicyPeer, clusterCIDRs []string) *networkingv1.NetworkPolicy {
-	hash := naming.NameHash(t.Name)
+	hash := objectmeta.NameHash(t.Name)
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            PolicyName(t.Name),
@@ -178,8 +176,8 @@ func (c *Controller) ensurePolicy(ctx context.Context, t *extensionsv1beta1.Sand
 		}
 	}
 
-	if ownership.Of(existing, templateKind.GroupKind(), t.UID) != ownership.Owned {
-		err := ownership.Conflict("NetworkPolicy", existing)
+	if objectmeta.OwnershipOf(existing, templateKind.GroupKind(), t.UID) != objectmeta.Owned {
+		err := objectmeta.OwnershipConflict("NetworkPolicy", existing)
 		c.events.Event(t, corev1.EventTypeWarning, "OwnershipConflict", err.Error())
 		return err
 	}
@@ -222,7 +220,7 @@ func drifted(existing, desired *networkingv1.NetworkPolicy) bool {
 // deletePolicy deletes the template's policy when the template controls it, and leaves any other
 // policy of that name alone.
 func (c *Controller) deletePolicy(ctx context.Context, t *extensionsv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) error {
-	if np == nil || np.DeletionTimestamp != nil || ownership.Of(np, templateKind.GroupKind(), t.UID) != ownership.Owned {
+	if np == nil || np.DeletionTimestamp != nil || objectmeta.OwnershipOf(np, templateKind.GroupKind(), t.UID) != objectmeta.Owned {
 		return nil
 	}
 	err := c.kube.NetworkingV1().NetworkPolicies(np.Namespace).Delete(ctx, np.Name, metav1.DeleteOptions{

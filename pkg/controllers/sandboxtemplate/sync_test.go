@@ -25,10 +25,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 const ns = "team-a"
@@ -128,7 +127,7 @@ func controlledBy(name string, uid types.UID, kind string) metav1.OwnerReference
 // by hand rather than derived from the code under test.
 func secureDefault(tmpl string) networkingv1.NetworkPolicySpec {
 	return networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash(tmpl)}},
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash(tmpl)}},
 		PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
 			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sandbox-router"}}}},
@@ -146,7 +145,7 @@ func policy(tmpl string, owner *metav1.OwnerReference, spec networkingv1.Network
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: tmpl + "-network-policy", Namespace: ns, UID: types.UID("np-" + tmpl),
-			Labels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash(tmpl)},
+			Labels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash(tmpl)},
 		},
 		Spec: spec,
 	}
@@ -188,7 +187,7 @@ func TestSyncCreatesPolicy(t *testing.T) {
 				t.Spec.NetworkPolicy = &extensionsv1beta1.NetworkPolicySpec{Ingress: userIngress, Egress: userEgress}
 			}),
 			want: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("custom")}},
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash("custom")}},
 				PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
 				Ingress: []networkingv1.NetworkPolicyIngressRule{{
 					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ingress"}}}},
@@ -203,7 +202,7 @@ func TestSyncCreatesPolicy(t *testing.T) {
 				t.Spec.NetworkPolicy = &extensionsv1beta1.NetworkPolicySpec{}
 			}),
 			want: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("deny")}},
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash("deny")}},
 				PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
 			},
 		},
@@ -222,7 +221,7 @@ func TestSyncCreatesPolicy(t *testing.T) {
 			if np.Name != tc.tmpl.Name+"-network-policy" || np.Namespace != ns {
 				t.Errorf("name %s/%s", np.Namespace, np.Name)
 			}
-			if got := np.Labels["agents.x-k8s.io/sandbox-template-ref-hash"]; got != naming.NameHash(tc.tmpl.Name) {
+			if got := np.Labels["agents.x-k8s.io/sandbox-template-ref-hash"]; got != objectmeta.NameHash(tc.tmpl.Name) {
 				t.Errorf("label = %q", got)
 			}
 			wantOwner := controlledBy(tc.tmpl.Name, tc.tmpl.UID, "SandboxTemplate")
@@ -278,7 +277,7 @@ func TestSyncExistingPolicy(t *testing.T) {
 		{name: "drifted spec repaired", tmpl: tmpl, existing: policy("web", &ours, outdated), wantVerb: "update", wantEvent: "NetworkPolicyUpdated"},
 		{
 			name: "lost selector label repaired, other labels kept", tmpl: tmpl, existing: unlabelled, wantVerb: "update", wantEvent: "NetworkPolicyUpdated",
-			wantLabels: map[string]string{"keep": "me", "agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("web")},
+			wantLabels: map[string]string{"keep": "me", "agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash("web")},
 		},
 		{name: "uncontrolled: not adopted or repaired, refused", tmpl: tmpl, existing: policy("web", nil, outdated), wantErr: true, wantEvent: "OwnershipConflict"},
 		{name: "controlled by another object refused", tmpl: tmpl, existing: policy("web", &other, outdated), wantErr: true, wantEvent: "OwnershipConflict"},
@@ -320,7 +319,7 @@ func TestSyncExistingPolicy(t *testing.T) {
 			f := newFixture(t, []*extensionsv1beta1.SandboxTemplate{tc.tmpl}, policies)
 			err := f.ctrl.sync(context.Background(), ns+"/web")
 			if tc.wantErr {
-				var conflict *ownership.ConflictError
+				var conflict *objectmeta.OwnershipConflictError
 				if !errors.As(err, &conflict) {
 					t.Fatalf("want a conflict error, got %v", err)
 				}
@@ -524,7 +523,7 @@ func TestSecureDefaultAdmitsTheServer(t *testing.T) {
 	}{
 		{template("default"), withServer},
 		{custom, networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("custom")}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash("custom")}},
 			PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
 		}},
 	} {

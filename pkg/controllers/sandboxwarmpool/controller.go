@@ -28,13 +28,11 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/worker"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
 	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -66,7 +64,7 @@ var poolKind = extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPool")
 // Controller reconciles SandboxWarmPools.
 type Controller struct {
 	client       versioned.Interface
-	loop         *worker.Loop
+	loop         *controllers.WorkLoop
 	synced       []cache.InformerSynced
 	events       record.EventRecorder
 	clock        clock.PassiveClock
@@ -160,7 +158,7 @@ func New(c Config) (*Controller, error) {
 		ctrl.maxBatchSize = DefaultMaxBatchSize
 	}
 	ctrl.exp = newExpectations(ctrl.clock)
-	ctrl.loop = worker.NewLoop(Name, ctrl.sync)
+	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	ctrl.requeueAfter = ctrl.loop.Queue.AddAfter
 	ctrl.synced = []cache.InformerSynced{
 		c.Pools.Informer().HasSynced, c.Templates.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced,
@@ -253,7 +251,7 @@ func indexSandboxByPoolOwner(obj any) ([]string, error) {
 
 // poolRef is the controller reference of a sandbox when a SandboxWarmPool controls it.
 func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
-	return ownership.ControllerOf(sb, poolKind.GroupKind())
+	return objectmeta.ControllerOf(sb, poolKind.GroupKind())
 }
 
 // poolKeysOf returns the pools a sandbox event concerns: the pool that controls it or, for a
@@ -276,7 +274,7 @@ func (c *Controller) poolKeysOf(sb *agentsv1beta1.Sandbox) []string {
 	}
 	var keys []string
 	for _, p := range pools {
-		if naming.NameHash(p.Name) == hash {
+		if objectmeta.NameHash(p.Name) == hash {
 			keys = append(keys, p.Namespace+"/"+p.Name)
 		}
 	}
@@ -322,7 +320,7 @@ func (c *Controller) updateSandbox(oldObj, newObj any) {
 			keys = append(keys, key)
 		}
 	}
-	if ownership.ControllerOf(cur, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim").GroupKind()) != nil {
+	if objectmeta.ControllerOf(cur, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim").GroupKind()) != nil {
 		for _, key := range c.poolKeysOf(old) {
 			c.noteAdoption(key)
 		}

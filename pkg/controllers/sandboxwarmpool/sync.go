@@ -25,10 +25,8 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespaceuid"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // Why a member is deleted, for the events.
@@ -57,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if pool.DeletionTimestamp != nil {
 		return c.finalize(ctx, key, pool)
 	}
-	if namespaceuid.Inactive(c.namespaces, pool) {
+	if objectmeta.InInactiveNamespace(c.namespaces, pool) {
 		return nil // an earlier namespace's leftover, or its namespace is being deleted
 	}
 	if !slices.Contains(pool.Finalizers, Finalizer) {
@@ -106,13 +104,13 @@ func (c *Controller) revisionOf(pool *extensionsv1beta1.SandboxWarmPool) (*revis
 	if err != nil {
 		return nil, err
 	}
-	podHash, err := fromtemplate.PodTemplateHash(t)
+	podHash, err := controllers.PodTemplateHash(t)
 	if err != nil {
 		return nil, fmt.Errorf("hashing the pod template of SandboxTemplate %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return &revision{
 		template: t,
-		refHash:  naming.NameHash(t.Name),
+		refHash:  objectmeta.NameHash(t.Name),
 		podHash:  podHash,
 	}, nil
 }
@@ -121,12 +119,12 @@ func (c *Controller) revisionOf(pool *extensionsv1beta1.SandboxWarmPool) (*revis
 // labelled (and its pods labelled) with the pool, template and pod template revision, and
 // controlled by the pool.
 func (r *revision) member(pool *extensionsv1beta1.SandboxWarmPool) *agentsv1beta1.Sandbox {
-	sb := fromtemplate.NewSandbox(r.template)
+	sb := controllers.NewSandboxFromTemplate(r.template)
 	sb.GenerateName = pool.Name + "-"
 	sb.Namespace = pool.Namespace
 	sb.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pool, poolKind)}
 	memberLabels := map[string]string{
-		extensionsv1beta1.WarmPoolSandboxLabel:        naming.NameHash(pool.Name),
+		extensionsv1beta1.WarmPoolSandboxLabel:        objectmeta.NameHash(pool.Name),
 		extensionsv1beta1.SandboxTemplateRefHashLabel: r.refHash,
 		agentsv1beta1.SandboxPodTemplateHashLabel:     r.podHash,
 	}
@@ -144,7 +142,7 @@ func (r *revision) stale(sb *agentsv1beta1.Sandbox) bool {
 
 // members returns the sandboxes labelled as the pool's, whoever controls them.
 func (c *Controller) members(pool *extensionsv1beta1.SandboxWarmPool) ([]*agentsv1beta1.Sandbox, error) {
-	objs, err := c.memberIndex.ByIndex(sandboxesByPoolLabel, pool.Namespace+"/"+naming.NameHash(pool.Name))
+	objs, err := c.memberIndex.ByIndex(sandboxesByPoolLabel, pool.Namespace+"/"+objectmeta.NameHash(pool.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +182,7 @@ func classify(pool *extensionsv1beta1.SandboxWarmPool, members []*agentsv1beta1.
 		pool.Spec.UpdateStrategy.Type == extensionsv1beta1.RecreateSandboxWarmPoolUpdateStrategyType
 	p := &plan{}
 	for _, sb := range members {
-		if sb.DeletionTimestamp != nil || ownership.Of(sb, poolKind.GroupKind(), pool.UID) != ownership.Owned {
+		if sb.DeletionTimestamp != nil || objectmeta.OwnershipOf(sb, poolKind.GroupKind(), pool.UID) != objectmeta.Owned {
 			continue
 		}
 		if recreate && rev != nil && rev.stale(sb) {
@@ -395,7 +393,7 @@ func deletionSummary(list []doomed, deleted []bool) string {
 
 // Selector is the label selector of a pool's members, as status.selector reports it.
 func Selector(pool string) string {
-	return extensionsv1beta1.WarmPoolSandboxLabel + "=" + naming.NameHash(pool)
+	return extensionsv1beta1.WarmPoolSandboxLabel + "=" + objectmeta.NameHash(pool)
 }
 
 // writeStatus writes the status subresource only when it changed since the cached pool; the pool's
@@ -463,7 +461,7 @@ func (c *Controller) finalize(ctx context.Context, key string, pool *extensionsv
 	var live []doomed
 	for _, o := range objs {
 		sb, ok := o.(*agentsv1beta1.Sandbox)
-		if !ok || ownership.Of(sb, poolKind.GroupKind(), pool.UID) != ownership.Owned {
+		if !ok || objectmeta.OwnershipOf(sb, poolKind.GroupKind(), pool.UID) != objectmeta.Owned {
 			continue
 		}
 		remaining++

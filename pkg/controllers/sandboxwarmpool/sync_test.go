@@ -28,10 +28,10 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/fromtemplate"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/naming"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 const ns = "team-a"
@@ -252,11 +252,11 @@ func newPool(name, template string, replicas int32, strategy extensionsv1beta1.S
 // ago, Ready or not.
 func memberOf(t *testing.T, pool *extensionsv1beta1.SandboxWarmPool, tmpl *extensionsv1beta1.SandboxTemplate, name string, age time.Duration, isReady bool) *agentsv1beta1.Sandbox {
 	t.Helper()
-	hash, err := fromtemplate.PodTemplateHash(tmpl)
+	hash, err := controllers.PodTemplateHash(tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb := (&revision{template: tmpl, refHash: naming.NameHash(tmpl.Name), podHash: hash}).member(pool)
+	sb := (&revision{template: tmpl, refHash: objectmeta.NameHash(tmpl.Name), podHash: hash}).member(pool)
 	sb.Name, sb.GenerateName = name, ""
 	sb.UID = types.UID("uid-" + name)
 	sb.ResourceVersion = "7"
@@ -318,10 +318,10 @@ func TestCreatedMember(t *testing.T) {
 		t.Fatalf("created %d", len(created))
 	}
 	sb := created[0]
-	podHash, _ := fromtemplate.PodTemplateHash(tmpl)
+	podHash, _ := controllers.PodTemplateHash(tmpl)
 	wantLabels := map[string]string{
-		"agents.x-k8s.io/warm-pool-sandbox":         naming.NameHash("pool"),
-		"agents.x-k8s.io/sandbox-template-ref-hash": naming.NameHash("tmpl"),
+		"agents.x-k8s.io/warm-pool-sandbox":         objectmeta.NameHash("pool"),
+		"agents.x-k8s.io/sandbox-template-ref-hash": objectmeta.NameHash("tmpl"),
 		"agents.x-k8s.io/sandbox-pod-template-hash": podHash,
 	}
 	for k, v := range wantLabels {
@@ -701,7 +701,7 @@ func TestStatus(t *testing.T) {
 		memberOf(t, base, tmpl, "u1", time.Minute, false),
 		claimed, deleting,
 	}
-	want := extensionsv1beta1.SandboxWarmPoolStatus{Replicas: 3, ReadyReplicas: 2, Selector: "agents.x-k8s.io/warm-pool-sandbox=" + naming.NameHash("pool")}
+	want := extensionsv1beta1.SandboxWarmPoolStatus{Replicas: 3, ReadyReplicas: 2, Selector: "agents.x-k8s.io/warm-pool-sandbox=" + objectmeta.NameHash("pool")}
 	for _, tc := range []struct {
 		name      string
 		status    extensionsv1beta1.SandboxWarmPoolStatus

@@ -51,8 +51,8 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/etcdclient"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
@@ -91,7 +91,7 @@ type Config struct {
 	SandboxKey func(ctx context.Context, name string) (string, error)
 	// Controllers is the identity the binding writes as: the claim controller's work, done inside
 	// a tenant's create request, may write the marks only the controllers may.
-	Controllers *controlleridentity.Identity
+	Controllers *trust.ControllerIdentity
 }
 
 // ResetFieldsUpdateStrategy is an update strategy that names the fields its writes leave alone.
@@ -108,7 +108,7 @@ type Binder struct {
 	claims      resource
 	sandboxes   resource
 	sandboxKey  func(ctx context.Context, name string) (string, error)
-	controllers *controlleridentity.Identity
+	controllers *trust.ControllerIdentity
 	chooser     atomic.Pointer[Chooser]
 	// fields is set once, by SetOpenAPI, after the API groups are installed.
 	fields atomic.Pointer[fieldManagers]
@@ -168,7 +168,7 @@ func newResource(c *storagebackend.ConfigForResource, strategy ResetFieldsUpdate
 
 // newEtcdClient connects to the etcd of t as the registries' storage does.
 func newEtcdClient(t storagebackend.TransportConfig) (*clientv3.Client, error) {
-	cfg, err := etcdclient.Config(t)
+	cfg, err := fastpath.EtcdClientConfig(t)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // SplitNamePort splits the name of a proxy request, NAME or NAME:PORT, where PORT is a container
@@ -67,7 +67,7 @@ func Target(sb *agents.Sandbox, pod *corev1.Pod, port string, allowHostNetwork b
 	if pod == nil {
 		return nil, notRunning(sb, "its pod does not exist")
 	}
-	if !ownership.IsControlledBy(pod, agents.Kind("Sandbox"), sb.UID) {
+	if !objectmeta.IsControlledBy(pod, agents.Kind("Sandbox"), sb.UID) {
 		return nil, notRunning(sb, fmt.Sprintf("pod %s is not controlled by it", pod.Name))
 	}
 	if ready, why := podReady(pod); !ready {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // retryAfterSeconds is what a request that timed out waiting for a sandbox is told: the pod is
@@ -49,7 +49,7 @@ type Config struct {
 	Sandboxes Sandboxes
 	Status    rest.Updater
 	// Controllers is the identity the Waker's writes are made as.
-	Controllers *controlleridentity.Identity
+	Controllers *trust.ControllerIdentity
 	Options
 }
 
@@ -57,7 +57,7 @@ type Config struct {
 type Waker struct {
 	sandboxes   Sandboxes
 	status      rest.Updater
-	controllers *controlleridentity.Identity
+	controllers *trust.ControllerIdentity
 	timeout     time.Duration
 	now         func() time.Time
 	activity    *activity

@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // fakeSandboxes holds one Sandbox. Updates wait for release, then apply their transform to it;
@@ -90,7 +90,7 @@ func suspended() *agents.Sandbox {
 }
 
 func newTestWaker(f *fakeSandboxes, timeout time.Duration) *Waker {
-	return New(Config{Sandboxes: f, Controllers: controlleridentity.New(),
+	return New(Config{Sandboxes: f, Controllers: trust.NewControllerIdentity(),
 		Options: Options{WakeTimeout: timeout, ActivityInterval: time.Second}})
 }
 
@@ -201,7 +201,7 @@ func TestWaitersBounded(t *testing.T) {
 		return sb
 	}
 	f := &fakeSandboxes{sb: starting("a"), release: make(chan struct{}), watching: make(chan struct{}, 10)}
-	w := New(Config{Sandboxes: f, Controllers: controlleridentity.New(), Options: Options{
+	w := New(Config{Sandboxes: f, Controllers: trust.NewControllerIdentity(), Options: Options{
 		WakeTimeout: time.Minute, ActivityInterval: time.Second, MaxWaitersPerSandbox: 2, MaxWaiters: 3}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -20,8 +20,8 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 const (

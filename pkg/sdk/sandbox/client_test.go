@@ -19,8 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/tracecontext"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 // setReadyOnCreate gives a claim the fake clientset creates the Ready condition status/reason,

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/inprocess"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
@@ -44,7 +44,7 @@ type Server struct {
 	// Waker is the server's Waker, as the proxy subresources call it.
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from the server's registries, as the controllers' caches do.
-	Ours *inprocess.Source
+	Ours *fastpath.InformerSource
 	// DataDir is the embedded etcd's data directory; a new server on it sees the same objects.
 	DataDir string
 

@@ -15,23 +15,20 @@ import (
 	scalescheme "k8s.io/client-go/scale/scheme"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/scale"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // Storage is every REST endpoint of sandboxes.
 type Storage struct {
-	Sandbox *base.REST
-	Status  *status.REST
-	Scale   *scale.REST
+	Sandbox *common.REST
+	Status  *common.StatusREST
+	Scale   *common.ScaleREST
 }
 
 // NewStorage returns the registry of Sandboxes on the storage of optsGetter; finalizer (may be
 // empty) is put on every new Sandbox.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, controllers *controlleridentity.Identity) (*Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string, controllers *trust.ControllerIdentity) (*Storage, error) {
 	strategy, statusStrategy := NewStrategy(scheme, finalizer, controllers)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &agents.Sandbox{} },
@@ -51,14 +48,14 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		return nil, err
 	}
 	return &Storage{
-		Sandbox: base.NewREST(store, "sandbox"),
-		Status:  status.NewREST(store, statusStrategy),
-		Scale:   scale.NewREST(store, scaleAccessor),
+		Sandbox: common.NewREST(store, "sandbox"),
+		Status:  common.NewStatusREST(store, statusStrategy),
+		Scale:   common.NewScaleREST(store, scaleAccessor),
 	}, nil
 }
 
 // scaleAccessor maps spec.replicas (0 or 1) and status.selector to a Scale.
-var scaleAccessor = scale.Accessor{
+var scaleAccessor = common.ScaleAccessor{
 	Kind: agents.Kind("Sandbox"),
 	ToScale: func(obj runtime.Object) (*scalescheme.Scale, error) {
 		s, ok := obj.(*agents.Sandbox)
@@ -69,7 +66,7 @@ var scaleAccessor = scale.Accessor{
 		if s.Spec.Replicas != nil {
 			replicas = *s.Spec.Replicas
 		}
-		return scale.NewScale(s.ObjectMeta, replicas, s.Status.Replicas, s.Status.LabelSelector)
+		return common.NewScale(s.ObjectMeta, replicas, s.Status.Replicas, s.Status.LabelSelector)
 	},
 	SetReplicas: func(obj runtime.Object, replicas int32) {
 		obj.(*agents.Sandbox).Spec.Replicas = &replicas
@@ -82,7 +79,7 @@ var scaleAccessor = scale.Accessor{
 	},
 }
 
-var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+var tableConvertor = common.NewTableConvertor([]metav1.TableColumnDefinition{
 	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
 	{Name: "Reason", Type: "string", Description: "Reason of the Ready condition."},
 	{Name: "Replicas", Type: "integer", Description: "Pods running for the Sandbox (0 or 1)."},
@@ -91,7 +88,7 @@ var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
 	{Name: "Shutdown Time", Type: "string", Priority: 1, Description: "When the Sandbox expires."},
 }, func(obj runtime.Object) ([]interface{}, error) {
 	s := obj.(*agents.Sandbox)
-	ready, reason := table.Condition(s.Status.Conditions, "Ready")
+	ready, reason := common.Condition(s.Status.Conditions, "Ready")
 	shutdown := "<none>"
 	if s.Spec.ShutdownTime != nil {
 		shutdown = s.Spec.ShutdownTime.UTC().Format("2006-01-02T15:04:05Z")

@@ -24,17 +24,16 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/validation"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trustmarks"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // sandboxStrategy is the create, update and delete strategy of Sandbox: spec writes only.
 type sandboxStrategy struct {
-	base.Strategy
+	common.Strategy
 	// controllers alone may set the marks of warm-pool membership and claim ownership.
-	controllers *controlleridentity.Identity
+	controllers *trust.ControllerIdentity
 }
 
 // sandboxStatusStrategy is the strategy of the status subresource: status writes only.
@@ -43,15 +42,15 @@ type sandboxStatusStrategy struct {
 }
 
 // NewStrategy returns the main strategy and the status strategy of Sandbox; only controllers may
-// write the marks the controllers trust (see pkg/registry/trustmarks).
-func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *controlleridentity.Identity) (sandboxStrategy, sandboxStatusStrategy) {
-	s := sandboxStrategy{Strategy: base.NewStrategy(typer, finalizer), controllers: controllers}
+// write the marks the controllers trust (see pkg/registry/trust).
+func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *trust.ControllerIdentity) (sandboxStrategy, sandboxStatusStrategy) {
+	s := sandboxStrategy{Strategy: common.NewStrategy(typer, finalizer), controllers: controllers}
 	return s, sandboxStatusStrategy{s}
 }
 
 // GetResetFields tells server-side apply that a spec write never sets status.
 func (sandboxStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(agents.GroupName, "status")
+	return common.ResetFields(agents.GroupName, "status")
 }
 
 func (st sandboxStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
@@ -86,7 +85,7 @@ func (st sandboxStrategy) Validate(ctx context.Context, obj runtime.Object) fiel
 	s := obj.(*agents.Sandbox)
 	allErrs := validation.ValidateSandbox(s)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Sandbox(s, nil)...)
+		allErrs = append(allErrs, trust.SandboxMarks(s, nil)...)
 	}
 	return allErrs
 }
@@ -95,14 +94,14 @@ func (st sandboxStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.O
 	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
 	allErrs := validation.ValidateSandboxUpdate(newS, oldS)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Sandbox(newS, oldS)...)
+		allErrs = append(allErrs, trust.SandboxMarks(newS, oldS)...)
 	}
 	return allErrs
 }
 
 // GetResetFields tells server-side apply that a status write never sets spec.
 func (sandboxStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(agents.GroupName, "spec")
+	return common.ResetFields(agents.GroupName, "spec")
 }
 
 func (sandboxStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
@@ -119,7 +118,7 @@ func (st sandboxStatusStrategy) ValidateUpdate(ctx context.Context, obj, old run
 	newS, oldS := obj.(*agents.Sandbox), old.(*agents.Sandbox)
 	allErrs := validation.ValidateSandboxStatusUpdate(newS, oldS)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Sandbox(newS, oldS)...)
+		allErrs = append(allErrs, trust.SandboxMarks(newS, oldS)...)
 	}
 	return allErrs
 }
@@ -174,7 +173,7 @@ func keepReplicasAndModeInStep(newSpec, oldSpec *agents.SandboxSpec) {
 // it later keeps it warm), cold otherwise. The controller reference decides, which only the
 // server's controllers may set to a pool, so nobody chooses the label by hand.
 func launchType(s *agents.Sandbox) string {
-	if ownership.ControllerOf(s, extensions.Kind("SandboxWarmPool")) != nil {
+	if objectmeta.ControllerOf(s, extensions.Kind("SandboxWarmPool")) != nil {
 		return agentsv1beta1.LaunchTypeWarm
 	}
 	return agentsv1beta1.LaunchTypeCold

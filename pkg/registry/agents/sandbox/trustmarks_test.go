@@ -17,11 +17,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // callers are everyone who writes Sandboxes: only the first is the server's own controllers.
-func callers(id *controlleridentity.Identity) []struct {
+func callers(id *trust.ControllerIdentity) []struct {
 	name        string
 	ctx         context.Context
 	controllers bool
@@ -38,7 +38,7 @@ func callers(id *controlleridentity.Identity) []struct {
 		{"a cluster admin", as(&user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}), false},
 		{"a namespace editor", as(&user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}), false},
 		{"system:apiserver impersonated", as(&user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}), false},
-		{"the controllers' name impersonated", as(&user.DefaultInfo{Name: controlleridentity.UserName, UID: "guessed", Groups: []string{user.SystemPrivilegedGroup}}), false},
+		{"the controllers' name impersonated", as(&user.DefaultInfo{Name: trust.ControllerUserName, UID: "guessed", Groups: []string{user.SystemPrivilegedGroup}}), false},
 		{"nobody authenticated", genericapirequest.WithNamespace(context.Background(), "ns"), false},
 	}
 }
@@ -70,7 +70,7 @@ func forbiddenFields(errs field.ErrorList) []string {
 }
 
 func TestStrategyReservesTrustMarks(t *testing.T) {
-	id := controlleridentity.New()
+	id := trust.NewControllerIdentity()
 	strategy, statusStrategy := NewStrategy(nil, "", id)
 	cases := []struct {
 		name string

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/ownership"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 )
 
 // ProxyREST serves sandboxclaims/proxy: .../sandboxclaims/NAME[:PORT]/proxy/PATH forwards the
@@ -84,7 +84,7 @@ func sandboxOf(ctx context.Context, sandboxes rest.Getter, claim *extensions.San
 		return nil, err
 	}
 	sb := obj.(*agents.Sandbox)
-	if !ownership.IsControlledBy(sb, extensions.Kind("SandboxClaim"), claim.UID) {
+	if !objectmeta.IsControlledBy(sb, extensions.Kind("SandboxClaim"), claim.UID) {
 		return nil, unavailable(fmt.Sprintf("sandbox %s is not controlled by the claim", name))
 	}
 	return sb, nil

@@ -14,24 +14,22 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/storagewrap"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // Storage is every REST endpoint of sandboxclaims.
 type Storage struct {
 	SandboxClaim *REST
-	Status       *status.REST
+	Status       *common.StatusREST
 }
 
 // Policy is what decides, besides validation, whether a claim is written: who the controllers
 // are, the templates claims are checked against, the authorizer of the use verb (nil: none) and
 // the pools and templates a new claim's references are checked against.
 type Policy struct {
-	Controllers *controlleridentity.Identity
+	Controllers *trust.ControllerIdentity
 	Templates   TemplateGetter
 	Authorizer  authorizer.Authorizer
 	// References, when not nil, reads the pools and templates new claims name.
@@ -58,18 +56,18 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		TableConvertor: tableConvertor,
 	}
 	if wrapStorage != nil {
-		optsGetter = storagewrap.Getter(optsGetter, wrapStorage)
+		optsGetter = fastpath.WrapStorage(optsGetter, wrapStorage)
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
 	}
 	return &Storage{
-		SandboxClaim: &REST{REST: base.NewREST(store, "sandboxclaim"), authorizer: policy.Authorizer, refs: policy.References},
-		Status:       status.NewREST(store, statusStrategy),
+		SandboxClaim: &REST{REST: common.NewREST(store, "sandboxclaim"), authorizer: policy.Authorizer, refs: policy.References},
+		Status:       common.NewStatusREST(store, statusStrategy),
 	}, nil
 }
 
-var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+var tableConvertor = common.NewTableConvertor([]metav1.TableColumnDefinition{
 	{Name: "Template", Type: "string", Description: "The SandboxTemplate the claim uses."},
 	{Name: "Sandbox", Type: "string", Description: "The Sandbox serving the claim."},
 	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
@@ -78,7 +76,7 @@ var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
 	{Name: "Pod IPs", Type: "string", Priority: 1, Description: "IP addresses of the sandbox's pod."},
 }, func(obj runtime.Object) ([]interface{}, error) {
 	c := obj.(*extensions.SandboxClaim)
-	ready, reason := table.Condition(c.Status.Conditions, "Ready")
+	ready, reason := common.Condition(c.Status.Conditions, "Ready")
 	warmPool := ""
 	if c.Spec.WarmPool != nil {
 		warmPool = string(*c.Spec.WarmPool)

@@ -20,18 +20,17 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trustmarks"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 // claimStrategy is the create, update and delete strategy of SandboxClaim: spec writes only.
 type claimStrategy struct {
-	base.Strategy
+	common.Strategy
 	// refs, when set, reads the pool and template a new claim names (see References).
 	refs *References
-	// controllers alone may set the marks of a bound claim (see pkg/registry/trustmarks).
-	controllers *controlleridentity.Identity
+	// controllers alone may set the marks of a bound claim (see pkg/registry/trust).
+	controllers *trust.ControllerIdentity
 	// templates reads the template a claim names, to check what the claim copies into its
 	// sandbox against what the template opens.
 	templates TemplateGetter
@@ -47,14 +46,14 @@ type claimStatusStrategy struct {
 
 // NewStrategy returns the main strategy and the status strategy of SandboxClaim. templates may
 // be nil (no checks against the template).
-func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *controlleridentity.Identity, templates TemplateGetter) (claimStrategy, claimStatusStrategy) {
-	s := claimStrategy{Strategy: base.NewStrategy(typer, finalizer), controllers: controllers, templates: templates}
+func NewStrategy(typer runtime.ObjectTyper, finalizer string, controllers *trust.ControllerIdentity, templates TemplateGetter) (claimStrategy, claimStatusStrategy) {
+	s := claimStrategy{Strategy: common.NewStrategy(typer, finalizer), controllers: controllers, templates: templates}
 	return s, claimStatusStrategy{s}
 }
 
 // GetResetFields tells server-side apply that a spec write never sets status.
 func (claimStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(extensions.GroupName, "status")
+	return common.ResetFields(extensions.GroupName, "status")
 }
 
 func (st claimStrategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
@@ -79,7 +78,7 @@ func (st claimStrategy) Validate(ctx context.Context, obj runtime.Object) field.
 	c := obj.(*extensions.SandboxClaim)
 	allErrs := append(validation.ValidateSandboxClaim(c), st.refs.validate(ctx, c)...)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Claim(c, nil)...)
+		allErrs = append(allErrs, trust.ClaimMarks(c, nil)...)
 	}
 	t, err := st.template(ctx, c)
 	if err != nil {
@@ -99,7 +98,7 @@ func (st claimStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Obj
 	newC, oldC := obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim)
 	allErrs := validation.ValidateSandboxClaimUpdate(newC, oldC)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Claim(newC, oldC)...)
+		allErrs = append(allErrs, trust.ClaimMarks(newC, oldC)...)
 	}
 	if apiequality.Semantic.DeepEqual(newC.Spec.AdditionalPodMetadata, oldC.Spec.AdditionalPodMetadata) {
 		return allErrs
@@ -129,7 +128,7 @@ func (st claimStrategy) template(ctx context.Context, c *extensions.SandboxClaim
 
 // GetResetFields tells server-side apply that a status write never sets spec.
 func (claimStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(extensions.GroupName, "spec")
+	return common.ResetFields(extensions.GroupName, "spec")
 }
 
 func (claimStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
@@ -146,7 +145,7 @@ func (st claimStatusStrategy) ValidateUpdate(ctx context.Context, obj, old runti
 	newC, oldC := obj.(*extensions.SandboxClaim), old.(*extensions.SandboxClaim)
 	allErrs := validation.ValidateSandboxClaimStatusUpdate(newC, oldC)
 	if !st.controllers.InContext(ctx) {
-		allErrs = append(allErrs, trustmarks.Claim(newC, oldC)...)
+		allErrs = append(allErrs, trust.ClaimMarks(newC, oldC)...)
 	}
 	return allErrs
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/controlleridentity"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
 
 func tenantCtx() context.Context {
@@ -268,7 +268,7 @@ func TestValidateAgainstTemplate(t *testing.T) {
 				}
 				return tc.template, nil
 			}
-			strategy, _ := NewStrategy(nil, "", controlleridentity.New(), getter)
+			strategy, _ := NewStrategy(nil, "", trust.NewControllerIdentity(), getter)
 			errs := strategy.Validate(tenantCtx(), tc.claim)
 			if got := forbidden(errs); !slices.Equal(got, tc.want) {
 				t.Errorf("forbidden fields %q, want %q (all: %v)", got, tc.want, errs)
@@ -288,7 +288,7 @@ func TestValidateAgainstTemplate(t *testing.T) {
 
 func TestValidateUpdateRechecksChangedPodMetadata(t *testing.T) {
 	getter := func(context.Context, string) (*extensions.SandboxTemplate, error) { return template(nil), nil }
-	strategy, _ := NewStrategy(nil, "", controlleridentity.New(), getter)
+	strategy, _ := NewStrategy(nil, "", trust.NewControllerIdentity(), getter)
 	old := claim(func(c *extensions.SandboxClaim) { c.ResourceVersion = "1" })
 	updated := old.DeepCopy()
 	updated.Spec.AdditionalPodMetadata.Labels = map[string]string{"app": "sandbox-router"}
@@ -299,7 +299,7 @@ func TestValidateUpdateRechecksChangedPodMetadata(t *testing.T) {
 }
 
 func TestClaimMarksAreTheControllers(t *testing.T) {
-	id := controlleridentity.New()
+	id := trust.NewControllerIdentity()
 	strategy, statusStrategy := NewStrategy(nil, "", id, nil)
 	bound := claim(func(c *extensions.SandboxClaim) {
 		c.ResourceVersion = "1"

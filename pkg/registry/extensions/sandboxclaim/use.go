@@ -15,7 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 )
 
 // UseVerb is the verb on sandboxtemplates that lets a user create claims of a template: an admin
@@ -26,7 +26,7 @@ const UseVerb = "use"
 // template. Template references are immutable, so only creates are checked (a server-side apply
 // that creates the claim included).
 type REST struct {
-	*base.REST
+	*common.REST
 	authorizer authorizer.Authorizer
 	// refs, when set, reads the pool and template a new claim names (References.resolve).
 	refs *References

@@ -10,12 +10,11 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 )
 
 // NewREST returns the registry of SandboxTemplates on the storage of optsGetter.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*base.REST, error) {
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalizer string) (*common.REST, error) {
 	strategy := NewStrategy(scheme, finalizer)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &extensions.SandboxTemplate{} },
@@ -33,10 +32,10 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, final
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
 	}
-	return base.NewREST(store, "sandboxtemplate"), nil
+	return common.NewREST(store, "sandboxtemplate"), nil
 }
 
-var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+var tableConvertor = common.NewTableConvertor([]metav1.TableColumnDefinition{
 	{Name: "Network Policy", Type: "string", Description: "Whether the controller manages the template's NetworkPolicy."},
 	{Name: "Env Injection", Type: "string", Description: "Whether claims may inject environment variables."},
 	{Name: "Service", Type: "string", Priority: 1, Description: "Whether sandboxes get a headless Service."},

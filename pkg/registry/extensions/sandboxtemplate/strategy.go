@@ -18,17 +18,17 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 )
 
 // templateStrategy is the strategy of SandboxTemplate, a kind with a spec and no status.
 type templateStrategy struct {
-	base.Strategy
+	common.Strategy
 }
 
 // NewStrategy returns the strategy of SandboxTemplate.
 func NewStrategy(typer runtime.ObjectTyper, finalizer string) templateStrategy {
-	return templateStrategy{base.NewStrategy(typer, finalizer)}
+	return templateStrategy{common.NewStrategy(typer, finalizer)}
 }
 
 func (st templateStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {

@@ -14,17 +14,14 @@ import (
 	scalescheme "k8s.io/client-go/scale/scheme"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/scale"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/status"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/table"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 )
 
 // Storage is every REST endpoint of sandboxwarmpools.
 type Storage struct {
-	SandboxWarmPool *base.REST
-	Status          *status.REST
-	Scale           *scale.REST
+	SandboxWarmPool *common.REST
+	Status          *common.StatusREST
+	Scale           *common.ScaleREST
 }
 
 // NewStorage returns the registry of SandboxWarmPools on the storage of optsGetter.
@@ -48,22 +45,22 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, fi
 		return nil, err
 	}
 	return &Storage{
-		SandboxWarmPool: base.NewREST(store, "swp"),
-		Status:          status.NewREST(store, statusStrategy),
-		Scale:           scale.NewREST(store, scaleAccessor),
+		SandboxWarmPool: common.NewREST(store, "swp"),
+		Status:          common.NewStatusREST(store, statusStrategy),
+		Scale:           common.NewScaleREST(store, scaleAccessor),
 	}, nil
 }
 
 // scaleAccessor maps spec.replicas, status.replicas and status.selector to a Scale, for kubectl
 // scale and HorizontalPodAutoscalers.
-var scaleAccessor = scale.Accessor{
+var scaleAccessor = common.ScaleAccessor{
 	Kind: extensions.Kind("SandboxWarmPool"),
 	ToScale: func(obj runtime.Object) (*scalescheme.Scale, error) {
 		p, ok := obj.(*extensions.SandboxWarmPool)
 		if !ok {
 			return nil, fmt.Errorf("not a SandboxWarmPool: %T", obj)
 		}
-		return scale.NewScale(p.ObjectMeta, p.Spec.Replicas, p.Status.Replicas, p.Status.Selector)
+		return common.NewScale(p.ObjectMeta, p.Spec.Replicas, p.Status.Replicas, p.Status.Selector)
 	},
 	SetReplicas: func(obj runtime.Object, replicas int32) {
 		obj.(*extensions.SandboxWarmPool).Spec.Replicas = replicas
@@ -76,7 +73,7 @@ var scaleAccessor = scale.Accessor{
 	},
 }
 
-var tableConvertor = table.NewConvertor([]metav1.TableColumnDefinition{
+var tableConvertor = common.NewTableConvertor([]metav1.TableColumnDefinition{
 	{Name: "Ready", Type: "integer", Description: "Members whose Ready condition is True."},
 	{Name: "Replicas", Type: "integer", Description: "Members the pool keeps (spec.replicas)."},
 	{Name: "Template", Type: "string", Description: "The SandboxTemplate members are made from."},

@@ -19,12 +19,12 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/validation"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/base"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 )
 
 // poolStrategy is the create, update and delete strategy of SandboxWarmPool: spec writes only.
 type poolStrategy struct {
-	base.Strategy
+	common.Strategy
 }
 
 // poolStatusStrategy is the strategy of the status subresource: status writes only.
@@ -34,13 +34,13 @@ type poolStatusStrategy struct {
 
 // NewStrategy returns the main strategy and the status strategy of SandboxWarmPool.
 func NewStrategy(typer runtime.ObjectTyper, finalizer string) (poolStrategy, poolStatusStrategy) {
-	s := poolStrategy{base.NewStrategy(typer, finalizer)}
+	s := poolStrategy{common.NewStrategy(typer, finalizer)}
 	return s, poolStatusStrategy{s}
 }
 
 // GetResetFields tells server-side apply that a spec write never sets status.
 func (poolStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(extensions.GroupName, "status")
+	return common.ResetFields(extensions.GroupName, "status")
 }
 
 func (st poolStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
@@ -68,7 +68,7 @@ func (poolStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) f
 
 // GetResetFields tells server-side apply that a status write never sets spec.
 func (poolStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return base.ResetFields(extensions.GroupName, "spec")
+	return common.ResetFields(extensions.GroupName, "spec")
 }
 
 func (poolStatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
