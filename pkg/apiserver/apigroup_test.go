@@ -23,7 +23,7 @@ func TestListsAreEncodedItemByItem(t *testing.T) {
 		list.Items = append(list.Items, agents.Sandbox{ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("sandbox-%04d", i), Namespace: "tenant", Labels: map[string]string{"app": "agent"}}})
 	}
-	serializer := apiGroupInfo(agents.GroupName).NegotiatedSerializer
+	serializer := serverCodecs.GroupInfo(agents.GroupName).NegotiatedSerializer
 	for _, mediaType := range []string{apiruntime.ContentTypeJSON, apiruntime.ContentTypeProtobuf} {
 		t.Run(mediaType, func(t *testing.T) {
 			info, ok := apiruntime.SerializerInfoForMediaType(serializer.SupportedMediaTypes(), mediaType)

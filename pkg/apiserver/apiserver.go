@@ -11,32 +11,24 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
-	agentsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1alpha1"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	extensionsv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
+	agentsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/rest"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
+	extensionsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/rest"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxtemplate"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxwarmpool"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxstream"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 )
@@ -107,55 +99,35 @@ type SandboxServer struct {
 	Ours *fastpath.InformerSource
 }
 
-// New builds the server and installs both API groups in every served version.
+// New builds the server: both API groups from their storage (pkg/registry/<group>/rest), the
+// claim binder between them, and the post-start hooks that run the sandbox activity recorder and
+// the controllers.
 func (c CompletedConfig) New() (*SandboxServer, error) {
 	generic, err := c.GenericConfig.New("sandbox-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
 	}
-	// The registries' objects share the parts they hold alike (pkg/fastpath); the
-	// binder decodes objects from etcd to change them and gets its own.
+	// The registries' objects share the parts they hold alike (pkg/fastpath); the binder decodes
+	// objects from etcd to change them and gets its own.
 	bindingOptsGetter := c.GenericConfig.RESTOptionsGetter
 	optsGetter := fastpath.DecodedGetter(bindingOptsGetter, fastpath.ShareParts)
-
-	// Each kind gets its controller's finalizer at create time, when that controller runs.
-	finalizer := func(controller, name string) string {
-		if c.Controllers != nil && c.Controllers.Enabled(controller) {
-			return name
-		}
-		return ""
-	}
 	identity := c.ControllerIdentity
-	sandboxStorage, err := sandbox.NewStorage(Scheme, optsGetter, finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer), identity)
-	if err != nil {
-		return nil, err
-	}
-	waker := sandboxwake.New(sandboxwake.Config{Sandboxes: sandboxStorage.Sandbox, Status: sandboxStorage.Status, Controllers: identity, Options: c.Wake})
-	generic.AddPostStartHookOrDie("start-sandbox-activity", func(hook genericapiserver.PostStartHookContext) error {
-		go waker.Run(hook.Context)
-		return nil
-	})
 	pods, err := sandboxPods(generic, c.KubeConfig)
 	if err != nil {
 		return nil, err
 	}
-	proxy := &sandboxproxy.Proxy{Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups,
-		Connections: &sandboxproxy.ConnectionLimit{What: "requests and connections", PerSandbox: c.Wake.MaxConnectionsPerSandbox, PerServer: c.Wake.MaxConnections}}
-	streams, err := sandboxstream.New(sandboxstream.Config{
-		KubeConfig: c.KubeConfig, Pods: pods, Waker: waker, AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods,
-		Streams:    &sandboxproxy.ConnectionLimit{What: "streams", PerSandbox: c.Wake.MaxStreamsPerSandbox, PerServer: c.Wake.MaxStreams},
-		Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
+	agentsStorage, err := agentsrest.New(agentsrest.Config{
+		Codecs: serverCodecs, OptsGetter: optsGetter, Controllers: identity,
+		SandboxFinalizer: c.finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer),
+		Reach: agentsrest.Reach{
+			Pods: pods, KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
+			AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups, Wake: c.Wake,
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	agentsResources := map[string]rest.Storage{
-		"sandboxes":        sandboxStorage.Sandbox,
-		"sandboxes/status": sandboxStorage.Status,
-		"sandboxes/scale":  sandboxStorage.Scale,
-		"sandboxes/proxy":  &sandbox.ProxyREST{Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
-	}
-	addSubresources(agentsResources, "sandboxes", sandbox.StreamStorage(sandboxStorage.Sandbox, streams))
+	sandboxStorage := agentsStorage.Sandboxes
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
 	// to its sandbox (see pkg/registry/claimbinding), in every replica.
@@ -174,57 +146,24 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	}
 	// Closed with the registries' storage, once the last request is served.
 	generic.RegisterDestroyFunc(func() { _ = binder.Close() })
-	templateStorage, err := sandboxtemplate.NewREST(Scheme, optsGetter, finalizer(controllers.SandboxTemplate, extensionsv1beta1.TemplateNetworkPolicyFinalizer))
+	extensionsStorage, err := extensionsrest.New(extensionsrest.Config{
+		Codecs: serverCodecs, OptsGetter: optsGetter, Controllers: identity,
+		Authorizer: c.GenericConfig.Authorization.Authorizer, WrapClaimStorage: binder.WrapClaimStorage, Agents: agentsStorage,
+		Finalizers: extensionsrest.Finalizers{
+			Claim:    c.finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer),
+			Template: c.finalizer(controllers.SandboxTemplate, extensionsv1beta1.TemplateNetworkPolicyFinalizer),
+			WarmPool: c.finalizer(controllers.SandboxWarmPool, extensionsv1beta1.WarmPoolMembersFinalizer),
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	poolStorage, err := sandboxwarmpool.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxWarmPool, extensionsv1beta1.WarmPoolMembersFinalizer))
-	if err != nil {
-		return nil, err
-	}
-	refs := &sandboxclaim.References{Pools: poolStorage.SandboxWarmPool, Templates: templateStorage}
-	claimStorage, err := sandboxclaim.NewStorage(Scheme, optsGetter, finalizer(controllers.SandboxClaim, extensionsv1beta1.ClaimSandboxFinalizer), binder.WrapClaimStorage,
-		sandboxclaim.Policy{
-			Controllers: identity,
-			Templates:   refs.Template,
-			Authorizer:  c.GenericConfig.Authorization.Authorizer,
-			References:  refs,
-		})
-	if err != nil {
-		return nil, err
-	}
-	extensionsResources := map[string]rest.Storage{
-		"sandboxclaims":           claimStorage.SandboxClaim,
-		"sandboxclaims/status":    claimStorage.Status,
-		"sandboxclaims/proxy":     &sandboxclaim.ProxyREST{Claims: claimStorage.SandboxClaim, Sandboxes: sandboxStorage.Sandbox, Proxy: proxy},
-		"sandboxtemplates":        templateStorage,
-		"sandboxwarmpools":        poolStorage.SandboxWarmPool,
-		"sandboxwarmpools/status": poolStorage.Status,
-		"sandboxwarmpools/scale":  poolStorage.Scale,
-	}
-	addSubresources(extensionsResources, "sandboxclaims", sandboxclaim.StreamStorage(claimStorage.SandboxClaim, sandboxStorage.Sandbox, streams))
-
-	groups := []struct {
-		group     string
-		versions  []schema.GroupVersion
-		resources map[string]rest.Storage
-	}{
-		{agents.GroupName, []schema.GroupVersion{agentsv1beta1.SchemeGroupVersion, agentsv1alpha1.SchemeGroupVersion}, agentsResources},
-		{extensions.GroupName, []schema.GroupVersion{extensionsv1beta1.SchemeGroupVersion, extensionsv1alpha1.SchemeGroupVersion}, extensionsResources},
-	}
-	openAPIModels := map[string]map[string]*spec.Schema{}
-	for _, g := range groups {
-		info := apiGroupInfo(g.group)
-		// Every version serves the same storage: objects are converted through the internal types.
-		for _, gv := range g.versions {
-			info.VersionedResourcesStorageMap[gv.Version] = g.resources
-		}
-		if err := generic.InstallAPIGroup(&info); err != nil {
+	for _, group := range []*genericapiserver.APIGroupInfo{&agentsStorage.Group, &extensionsStorage.Group} {
+		if err := generic.InstallAPIGroup(group); err != nil {
 			return nil, err
 		}
-		openAPIModels[g.group] = info.StaticOpenAPISpec
 	}
-	if err := binder.SetOpenAPI(openAPIModels[agents.GroupName], openAPIModels[extensions.GroupName]); err != nil {
+	if err := binder.SetOpenAPI(agentsStorage.Group.StaticOpenAPISpec, extensionsStorage.Group.StaticOpenAPISpec); err != nil {
 		return nil, err
 	}
 	// Every replica reports the sandboxes it serves, whether or not it runs the controllers.
@@ -233,9 +172,15 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	// The controllers cache our kinds as this replica's registries hold them.
 	ours := fastpath.NewInformerSource(Scheme, fastpath.RegistryStores{
 		Sandboxes: sandboxStorage.Sandbox.Store,
-		Claims:    claimStorage.SandboxClaim.Store,
-		Templates: templateStorage.Store,
-		WarmPools: poolStorage.SandboxWarmPool.Store,
+		Claims:    extensionsStorage.Claims.SandboxClaim.Store,
+		Templates: extensionsStorage.Templates.Store,
+		WarmPools: extensionsStorage.WarmPools.SandboxWarmPool.Store,
+	})
+
+	waker := agentsStorage.Waker
+	generic.AddPostStartHookOrDie("start-sandbox-activity", func(hook genericapiserver.PostStartHookContext) error {
+		go waker.Run(hook.Context)
+		return nil
 	})
 	if c.Controllers != nil {
 		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
@@ -251,11 +196,13 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours}, nil
 }
 
-// apiGroupInfo is the library's group info for group. Its serializer encodes a list item by item
-// into the response (the StreamingCollectionEncodingToJSON and ...ToProtobuf features, on by
-// default) instead of into one buffer as large as the response.
-func apiGroupInfo(group string) genericapiserver.APIGroupInfo {
-	return genericapiserver.NewDefaultAPIGroupInfo(group, Scheme, ParameterCodec, Codecs)
+// finalizer is name when the controller is enabled, and "" otherwise: each kind gets its
+// controller's finalizer at create time, when that controller runs.
+func (c CompletedConfig) finalizer(controller, name string) string {
+	if c.Controllers != nil && c.Controllers.Enabled(controller) {
+		return name
+	}
+	return ""
 }
 
 // storedSandboxes lists every Sandbox from the registry's watch cache (resourceVersion 0), as a

@@ -5,6 +5,7 @@ package apiserver
 
 import (
 	"fmt"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,8 @@ var (
 	Codecs = serializer.NewCodecFactory(Scheme)
 	// ParameterCodec decodes query parameters (list, get and delete options).
 	ParameterCodec = runtime.NewParameterCodec(Scheme)
+	// serverCodecs are the three, as the groups' storage takes them.
+	serverCodecs = common.Codecs{Scheme: Scheme, Codecs: Codecs, ParameterCodec: ParameterCodec}
 
 	// StorageVersions are the versions objects are written to etcd in.
 	StorageVersions = schema.GroupVersions{agentsv1beta1.SchemeGroupVersion, extensionsv1beta1.SchemeGroupVersion}

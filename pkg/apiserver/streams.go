@@ -5,7 +5,6 @@ package apiserver
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -14,13 +13,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
-
-// addSubresources adds a kind's subresources, keyed by subresource name, to resources.
-func addSubresources(resources map[string]rest.Storage, kind string, subresources map[string]rest.Storage) {
-	for name, storage := range subresources {
-		resources[kind+"/"+name] = storage
-	}
-}
 
 // streamEvents records the Events of exec and attach sessions in the cluster, from every replica
 // (the controllers' recorder runs in the leader only). nil without a cluster connection.
