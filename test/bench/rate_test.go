@@ -133,7 +133,8 @@ func (c *cluster) profileServers(ctx context.Context, b *testing.B, dir, name st
 				profiles[i] = p
 				return
 			}
-			// The top of the profile, by cumulative time, is what the README's account is read from.
+			// The top of the profile, by cumulative time, is what the account in
+			// docs/benchmarks/2026-11-27-make-bench-runs.md is read from.
 			top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=40", p.File).Output()
 			if err != nil {
 				p.Error = fmt.Sprintf("go tool pprof: %v", err)
