@@ -57,7 +57,7 @@ type kind struct {
 	newList   func() runtime.Object
 }
 
-// NewInformerSource returns a InformerSource over stores; scheme converts their internal objects to v1beta1.
+// NewInformerSource returns an InformerSource over stores; scheme converts their internal objects to v1beta1.
 func NewInformerSource(scheme *runtime.Scheme, stores RegistryStores) *InformerSource {
 	return &InformerSource{scheme: scheme, kinds: []kind{
 		{stores.Sandboxes,
