@@ -3,7 +3,8 @@
 # down:
 #   pkg/apis, pkg/generated        the types, and code generated from them
 #   pkg/util, pkg/fastpath,        helpers that several layers share; they import only the types
-#   pkg/version                    and each other
+#   pkg/version, pkg/metrics,      and each other (pkg/adoption and pkg/warm are a claim's warm
+#   pkg/adoption, pkg/warm         adoption, which the create path and the claim controller share)
 #   pkg/registry | pkg/sdk | pkg/controllers
 #                                  side by side: the registry and the SDK never import a
 #                                  controller package, the controllers no registry or SDK package
@@ -24,9 +25,9 @@ MODULE="$(go list -m)"
 forbidden() {
   local from="$1" to="$2"
   case "${from}" in
-    pkg/apis/* | pkg/generated/* | pkg/util/* | pkg/fastpath | pkg/version)
+    pkg/apis/* | pkg/generated/* | pkg/util/* | pkg/fastpath | pkg/version | pkg/metrics | pkg/adoption | pkg/warm)
       case "${to}" in
-        pkg/apis/* | pkg/generated/* | pkg/util/* | pkg/fastpath | pkg/version) ;;
+        pkg/apis/* | pkg/generated/* | pkg/util/* | pkg/fastpath | pkg/version | pkg/metrics | pkg/adoption | pkg/warm) ;;
         *) echo "the types and the shared helpers import only each other" ;;
       esac ;;
     pkg/registry/* | pkg/sdk/*)

@@ -1,7 +1,8 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package metrics holds the metrics every controller reports, served on the server's /metrics.
+// Package metrics holds the metrics the controllers and the create-time claim binding report,
+// served on the server's /metrics.
 package metrics
 
 import (
