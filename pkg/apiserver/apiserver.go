@@ -170,7 +170,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	metrics.Register()
 	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
 	// The controllers cache our kinds as this replica's registries hold them.
-	ours := fastpath.NewInformerSource(Scheme, fastpath.RegistryStores{
+	ours := fastpath.NewInformerSource(Scheme, &fastpath.RegistryStores{
 		Sandboxes: sandboxStorage.Sandbox.Store,
 		Claims:    extensionsStorage.Claims.SandboxClaim.Store,
 		Templates: extensionsStorage.Templates.Store,

@@ -52,21 +52,23 @@ type InformerSource struct {
 
 // kind is one registry and the v1beta1 types its informer keeps.
 type kind struct {
-	store     *genericregistry.Store
+	store     func() *genericregistry.Store
 	newObject func() runtime.Object
 	newList   func() runtime.Object
 }
 
-// NewInformerSource returns an InformerSource over stores; scheme converts their internal objects to v1beta1.
-func NewInformerSource(scheme *runtime.Scheme, stores RegistryStores) *InformerSource {
+// NewInformerSource returns an InformerSource over stores; scheme converts their internal objects to
+// v1beta1. A store is read when an informer of its kind first lists, so informers may be made
+// before every registry is: one that serves claims may need the informers of the others.
+func NewInformerSource(scheme *runtime.Scheme, stores *RegistryStores) *InformerSource {
 	return &InformerSource{scheme: scheme, kinds: []kind{
-		{stores.Sandboxes,
+		{func() *genericregistry.Store { return stores.Sandboxes },
 			func() runtime.Object { return &agentsv1beta1.Sandbox{} }, func() runtime.Object { return &agentsv1beta1.SandboxList{} }},
-		{stores.Claims,
+		{func() *genericregistry.Store { return stores.Claims },
 			func() runtime.Object { return &extensionsv1beta1.SandboxClaim{} }, func() runtime.Object { return &extensionsv1beta1.SandboxClaimList{} }},
-		{stores.Templates,
+		{func() *genericregistry.Store { return stores.Templates },
 			func() runtime.Object { return &extensionsv1beta1.SandboxTemplate{} }, func() runtime.Object { return &extensionsv1beta1.SandboxTemplateList{} }},
-		{stores.WarmPools,
+		{func() *genericregistry.Store { return stores.WarmPools },
 			func() runtime.Object { return &extensionsv1beta1.SandboxWarmPool{} }, func() runtime.Object { return &extensionsv1beta1.SandboxWarmPoolList{} }},
 	}}
 }
@@ -150,7 +152,7 @@ func (lw *listWatcher) list(ctx context.Context, opts metav1.ListOptions) (runti
 	if err != nil {
 		return nil, err
 	}
-	list, err := lw.kind.store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceAll), internal)
+	list, err := lw.kind.store().List(genericapirequest.WithNamespace(ctx, metav1.NamespaceAll), internal)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +168,7 @@ func (lw *listWatcher) watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	w, err := lw.kind.store.Watch(genericapirequest.WithNamespace(ctx, metav1.NamespaceAll), internal)
+	w, err := lw.kind.store().Watch(genericapirequest.WithNamespace(ctx, metav1.NamespaceAll), internal)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +210,7 @@ func (lw *listWatcher) storedVersion(ctx context.Context, obj runtime.Object) ru
 	if err != nil {
 		return nil
 	}
-	store := lw.kind.store
+	store := lw.kind.store()
 	key, err := store.KeyFunc(genericapirequest.WithNamespace(ctx, m.GetNamespace()), m.GetName())
 	if err != nil {
 		return nil
