@@ -22,15 +22,15 @@ import (
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
 	agentsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/rest"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/agents/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 	extensionsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/rest"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/sandboxclaim"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 // Config is the configuration of the sandbox API server.
@@ -87,9 +87,6 @@ func (c *Config) Complete() CompletedConfig {
 // SandboxServer is the running API server.
 type SandboxServer struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
-	// ClaimBinder binds claims at create time for the chooser serving it: the claim controller
-	// while this replica leads, a standby otherwise.
-	ClaimBinder *claimbinding.Binder
 	// ControllerIdentity is who the controllers are when they write here (see
 	// pkg/registry/trust).
 	ControllerIdentity *trust.ControllerIdentity
@@ -97,6 +94,9 @@ type SandboxServer struct {
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from this server's registries for the controllers' caches.
 	Ours *fastpath.InformerSource
+	// WarmChooser picks the warm members claims adopt, at create time and in the claim
+	// controller; nil when the claim controller is disabled.
+	WarmChooser *warm.Chooser
 }
 
 // New builds the server: both API groups from their storage (pkg/registry/<group>/rest), the
@@ -111,6 +111,11 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	// objects from etcd to change them and gets its own.
 	bindingOptsGetter := c.GenericConfig.RESTOptionsGetter
 	optsGetter := fastpath.DecodedGetter(bindingOptsGetter, fastpath.ShareParts)
+	// The controllers and the warm chooser cache our kinds as this replica's registries hold
+	// them, once they are all built.
+	stores := &fastpath.RegistryStores{}
+	ours := fastpath.NewInformerSource(Scheme, stores)
+	events := clusterEvents(generic, c.KubeConfig)
 	identity := c.ControllerIdentity
 	pods, err := sandboxPods(generic, c.KubeConfig)
 	if err != nil {
@@ -120,7 +125,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		Codecs: serverCodecs, OptsGetter: optsGetter, Controllers: identity,
 		SandboxFinalizer: c.finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer),
 		Reach: agentsrest.Reach{
-			Pods: pods, KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Events: streamEvents(generic, c.KubeConfig),
+			Pods: pods, KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Events: events,
 			AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups, Wake: c.Wake,
 		},
 	})
@@ -131,15 +136,16 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 
 	// With the claim controller enabled, a claim that a warm pool can serve is stored already bound
 	// to its sandbox (see pkg/registry/claimbinding), in every replica.
-	_, claimStatusStrategy := sandboxclaim.NewStrategy(Scheme, "", identity, nil)
-	sandboxStrategy, _ := sandbox.NewStrategy(Scheme, "", identity)
+	chooser, err := newWarmChooser(generic, c, ours, events)
+	if err != nil {
+		return nil, err
+	}
 	binder, err := claimbinding.New(claimbinding.Config{
-		Scheme:              Scheme,
-		Controllers:         identity,
-		OptsGetter:          bindingOptsGetter,
-		ClaimStatusStrategy: claimStatusStrategy,
-		SandboxStrategy:     sandboxStrategy,
-		SandboxKey:          sandboxStorage.Sandbox.KeyFunc,
+		Scheme:      Scheme,
+		Controllers: identity,
+		OptsGetter:  bindingOptsGetter,
+		Chooser:     chooser,
+		SandboxKey:  sandboxStorage.Sandbox.KeyFunc,
 	})
 	if err != nil {
 		return nil, err
@@ -158,24 +164,28 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	*stores = fastpath.RegistryStores{
+		Sandboxes: sandboxStorage.Sandbox.Store,
+		Claims:    extensionsStorage.Claims.SandboxClaim.Store,
+		Templates: extensionsStorage.Templates.Store,
+		WarmPools: extensionsStorage.WarmPools.SandboxWarmPool.Store,
+	}
 	for _, group := range []*genericapiserver.APIGroupInfo{&agentsStorage.Group, &extensionsStorage.Group} {
 		if err := generic.InstallAPIGroup(group); err != nil {
 			return nil, err
 		}
 	}
-	if err := binder.SetOpenAPI(agentsStorage.Group.StaticOpenAPISpec, extensionsStorage.Group.StaticOpenAPISpec); err != nil {
+	if err := binder.SetRegistry(claimbinding.Registry{
+		ClaimStatus:      extensionsStorage.Claims.Status.UpdateStrategy(),
+		Sandbox:          common.UpdateStrategyOf(sandboxStorage.Sandbox.Store),
+		AgentsModels:     agentsStorage.Group.StaticOpenAPISpec,
+		ExtensionsModels: extensionsStorage.Group.StaticOpenAPISpec,
+	}); err != nil {
 		return nil, err
 	}
 	// Every replica reports the sandboxes it serves, whether or not it runs the controllers.
 	metrics.Register()
 	metrics.RegisterSandboxCollector(storedSandboxes(sandboxStorage.Sandbox.Store))
-	// The controllers cache our kinds as this replica's registries hold them.
-	ours := fastpath.NewInformerSource(Scheme, &fastpath.RegistryStores{
-		Sandboxes: sandboxStorage.Sandbox.Store,
-		Claims:    extensionsStorage.Claims.SandboxClaim.Store,
-		Templates: extensionsStorage.Templates.Store,
-		WarmPools: extensionsStorage.WarmPools.SandboxWarmPool.Store,
-	})
 
 	waker := agentsStorage.Waker
 	generic.AddPostStartHookOrDie("start-sandbox-activity", func(hook genericapiserver.PostStartHookContext) error {
@@ -183,17 +193,17 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil
 	})
 	if c.Controllers != nil {
-		opts, kubeConfig, tracer := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider
+		opts, kubeConfig, tracer, sharedRevisions := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider, binder.OneEtcd()
 		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
 			go func() {
-				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, ours, binder, tracer); err != nil {
+				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, ours, chooser, sharedRevisions, tracer); err != nil {
 					klog.ErrorS(err, "Controllers failed to start")
 				}
 			}()
 			return nil
 		})
 	}
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours}, nil
+	return &SandboxServer{GenericAPIServer: generic, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
 }
 
 // finalizer is name when the controller is enabled, and "" otherwise: each kind gets its

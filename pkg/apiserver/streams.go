@@ -7,26 +7,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
 
-// streamEvents records the Events of exec and attach sessions in the cluster, from every replica
-// (the controllers' recorder runs in the leader only). nil without a cluster connection.
-func streamEvents(generic *genericapiserver.GenericAPIServer, kubeConfig *restclient.Config) record.EventRecorder {
+// clusterEvents records Events in the cluster from every replica (the controllers' recorder runs
+// in the leader only): those of exec and attach sessions, and the SandboxAdopted events of claims
+// bound at create time. nil without a cluster connection.
+func clusterEvents(generic *genericapiserver.GenericAPIServer, kubeConfig *restclient.Config) record.EventRecorder {
 	if kubeConfig == nil {
 		return nil
 	}
 	client, err := kubernetes.NewForConfig(kubeConfig)
 	if err != nil {
-		klog.ErrorS(err, "Stream sessions will record no Events")
+		klog.ErrorS(err, "Stream sessions and claims bound at create time will record no Events")
 		return nil
 	}
 	broadcaster := record.NewBroadcaster()
-	generic.AddPostStartHookOrDie("start-sandbox-stream-events", func(hook genericapiserver.PostStartHookContext) error {
+	generic.AddPostStartHookOrDie("start-sandbox-events", func(hook genericapiserver.PostStartHookContext) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		go func() {
 			<-hook.Done()
@@ -34,6 +34,6 @@ func streamEvents(generic *genericapiserver.GenericAPIServer, kubeConfig *restcl
 		}()
 		return nil
 	})
-	// The Events name the Sandbox by an ObjectReference, which needs no scheme of our kinds.
-	return broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "sandbox-apiserver"})
+	// Stream sessions name their Sandbox by an ObjectReference; claims are resolved by our scheme.
+	return broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "sandbox-apiserver"})
 }

@@ -163,7 +163,7 @@ func TestHALeaderFailover(t *testing.T) {
 		}
 		t.Logf("%d of %d claims Ready when the leader died", figures.ClaimsReadyAtKill, len(list.Items))
 	}
-	// The survivor does not lead, yet binds claims as they are created, from its standby's caches.
+	// The survivor does not lead, yet binds claims as they are created, from its warm chooser.
 	if figures.ReadyInCreateResponse == 0 {
 		t.Errorf("none of the %d claims sent to %s before the kill was Ready in its create response", killAfter, survivor.name)
 	}

@@ -92,8 +92,9 @@ func NewOptions() *Options {
 	// Sandboxes, each a write (their finalizers). One at a time, as upstream's default does, such
 	// a request outlasted the 60 s request timeout on a loaded machine, and every failed attempt
 	// doubled the namespace controller's wait before the next one (up to a minute). The workers
-	// serve only deletecollection requests; they had nothing to do with a standby replica's
-	// unbound claims, which came from its caches still filling after it answered /readyz.
+	// serve only deletecollection requests; they had nothing to do with the unbound claims of a
+	// replica that did not lead, which came from its caches still filling after it answered
+	// /readyz.
 	o.RecommendedOptions.Etcd.DeleteCollectionWorkers = 16
 	// On SIGTERM, answer new requests with a Retry-After until the ones in flight are done, then
 	// close the remaining connections (the cluster's watches on our resources) after 2 s instead

@@ -27,7 +27,6 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/namespacecleanup"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandbox"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/sandboxclaim"
@@ -36,7 +35,8 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 // userAgent names the controllers in the cluster's audit log and request metrics.
@@ -54,10 +54,11 @@ func init() {
 // while this replica holds the lease, campaigning again whenever it loses it. sandboxConfig
 // reaches this server (the loopback client, for writes), kubeConfig the cluster's kube-apiserver;
 // source serves the controllers' caches of our kinds from this server's registries.
-// binder, when not nil, binds claims to warm members as they are created: it is served by the
-// claim controller while this replica runs it, by a Standby otherwise. tracer records the
+// chooser picks the warm members the claim controller adopts (nil when it is disabled): the
+// process's one, which the create-time binding shares. sharedRevisions says claims and sandboxes
+// are kept in one etcd cluster, so that their resourceVersions compare. tracer records the
 // controllers' spans (the server's, from --tracing-config-file).
-func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, source *fastpath.InformerSource, binder Binder, tracer trace.TracerProvider) error {
+func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config, source *fastpath.InformerSource, chooser *warm.Chooser, sharedRevisions bool, tracer trace.TracerProvider) error {
 	metrics.Register()
 	kubeConfig = rest.AddUserAgent(rest.CopyConfig(kubeConfig), userAgent)
 	kubeConfig.QPS, kubeConfig.Burst = o.KubeAPIQPS, o.KubeAPIBurst
@@ -80,21 +81,10 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 		return err
 	}
 
-	var serveBinding func(claimbinding.Chooser) func()
-	if binder != nil {
-		serveBinding = binder.Serve
-	}
-	sharedRevisions := binder != nil && binder.OneEtcd()
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, source, serveBinding, sharedRevisions, tracer)
+		return runControllers(ctx, o, kube, client, source, chooser, sharedRevisions, tracer)
 	}
-	standby := &standbyBinding{kube: kube, client: client, source: source, serve: serveBinding}
-	if serveBinding == nil || !o.Enabled(sandboxclaim.Name) {
-		standby = nil
-	}
-	standby.start(ctx)
-	defer standby.stop()
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
 	le := o.LeaderElection
@@ -116,15 +106,13 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
-					standby.stop()
-					if err := runControllers(ctx, o, kube, client, source, serveBinding, sharedRevisions, tracer); err != nil {
+					if err := runControllers(ctx, o, kube, client, source, chooser, sharedRevisions, tracer); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
 				OnStoppedLeading: func() {
 					metrics.Leader.Set(0)
 					logger.Info("Not leading: controllers stopped", "identity", id)
-					standby.start(ctx)
 				},
 			},
 		})
@@ -132,17 +120,9 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	return nil
 }
 
-// Binder binds claims at create time (claimbinding.Binder).
-type Binder interface {
-	// Serve makes c the chooser of the claims created from now on, until stop is called.
-	Serve(c claimbinding.Chooser) (stop func())
-	// OneEtcd reports whether claims and sandboxes are kept in one etcd cluster.
-	OneEtcd() bool
-}
-
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *fastpath.InformerSource, serveBinding func(claimbinding.Chooser) func(), sharedRevisions bool, tracer trace.TracerProvider) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *fastpath.InformerSource, chooser *warm.Chooser, sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -151,7 +131,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.SandboxTemplateRefHashLabel }))
 	// Namespaces are few; the namespace cleanup and the other controllers watch them all.
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache))
-	ours := source.InformerFactory(client, dropManagedFields, nil)
+	ours := source.InformerFactory(client, DropManagedFields, nil)
 
 	recorder, stopEvents := newEventRecorder(ctx, kube)
 	defer stopEvents()
@@ -213,8 +193,8 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Client:          client,
 			Claims:          ours.Extensions().V1beta1().SandboxClaims(),
 			Templates:       ours.Extensions().V1beta1().SandboxTemplates(),
-			WarmPools:       ours.Extensions().V1beta1().SandboxWarmPools(),
 			Sandboxes:       ours.Agents().V1beta1().Sandboxes(),
+			Chooser:         chooser,
 			Namespaces:      cluster.Core().V1().Namespaces(),
 			Events:          recorder,
 			Workers:         o.ClaimWorkers,
@@ -225,9 +205,6 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			return fmt.Errorf("sandboxclaim controller: %w", err)
 		}
 		wg.Go(func() { ctrl.Run(ctx) })
-		if serveBinding != nil {
-			defer serveBinding(ctrl)()
-		}
 	}
 	if o.Enabled(namespacecleanup.Name) {
 		ctrl, err := namespacecleanup.New(namespacecleanup.Config{
@@ -253,68 +230,6 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 	cluster.Shutdown()
 	ours.Shutdown()
 	return nil
-}
-
-// standbyBinding runs a sandboxclaim.Standby, with its own caches, while this replica does not
-// run the controllers. A nil standbyBinding does nothing.
-type standbyBinding struct {
-	kube   kubernetes.Interface
-	client versioned.Interface
-	source *fastpath.InformerSource
-	serve  func(claimbinding.Chooser) func()
-
-	mu      sync.Mutex
-	running func()
-}
-
-func (s *standbyBinding) start(ctx context.Context) {
-	if s == nil || ctx.Err() != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running != nil {
-		return
-	}
-	// Only warm-pool members can be bound: a member leaves this cache when a claim takes it.
-	members := s.source.InformerFactory(s.client, nil, func(lo *metav1.ListOptions) { lo.LabelSelector = extensionsv1beta1.WarmPoolSandboxLabel })
-	// Templates and pools: few, all cached.
-	templates := s.source.InformerFactory(s.client, dropManagedFields, nil)
-	recorder, stopEvents := newEventRecorder(ctx, s.kube)
-	standby, err := sandboxclaim.NewStandby(sandboxclaim.StandbyConfig{
-		Sandboxes: members.Agents().V1beta1().Sandboxes(),
-		Templates: templates.Extensions().V1beta1().SandboxTemplates(),
-		WarmPools: templates.Extensions().V1beta1().SandboxWarmPools(),
-		Events:    recorder,
-	})
-	if err != nil {
-		stopEvents()
-		utilruntime.HandleErrorWithContext(ctx, err, "Standby claim binding not started")
-		return
-	}
-	stopCh := make(chan struct{})
-	members.Start(stopCh)
-	templates.Start(stopCh)
-	unserve := s.serve(standby)
-	s.running = func() {
-		unserve()
-		close(stopCh)
-		members.Shutdown()
-		templates.Shutdown()
-		stopEvents()
-	}
-}
-
-func (s *standbyBinding) stop() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running != nil {
-		s.running()
-		s.running = nil
-	}
 }
 
 // newEventRecorder records events about our kinds in the cluster until stop is called.

@@ -12,18 +12,18 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 )
 
-// dropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
+// DropManagedFields keeps managedFields out of the controllers' caches: no controller reads them,
 // and they are often the largest part of an object's metadata. Updates sent from a cached object
 // then carry no managedFields, which the API server takes as "unchanged".
 //
-// Warm pool members keep theirs: binding a claim at create time stores the adopted member, as
-// the cache holds it, through the field manager in the same etcd transaction as the claim, and
-// the field manager builds the new managedFields from the cached ones. Members are few (the pools'
-// sizes), so what they cost is small.
+// Warm pool members keep theirs, as the warm chooser's cache of them does (it has no transform):
+// binding a claim at create time stores the adopted member, as cached, through the field manager
+// in the same etcd transaction as the claim, and the field manager builds the new managedFields
+// from the cached ones. Members are few (the pools' sizes), so what they cost is small.
 //
 // It only sets the object's own field: objects of our kinds share everything else with the
 // server's watch cache (pkg/fastpath).
-var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
+var DropManagedFields cache.TransformFunc = func(obj any) (any, error) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return obj, nil
@@ -34,10 +34,10 @@ var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimForCache is dropManagedFields for objects decoded for the controllers alone, the cluster's
+// trimForCache is DropManagedFields for objects decoded for the controllers alone, the cluster's
 // kinds, whose parts held alike by many objects are then shared (pkg/fastpath).
 var trimForCache cache.TransformFunc = func(obj any) (any, error) {
-	obj, _ = dropManagedFields(obj)
+	obj, _ = DropManagedFields(obj)
 	if o, ok := obj.(runtime.Object); ok {
 		fastpath.ShareParts(o)
 	}

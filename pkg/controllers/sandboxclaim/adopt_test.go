@@ -23,10 +23,10 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
-var testBucket = warmqueue.Bucket{Namespace: testNS, TemplateRefHash: templateHash}
+var testBucket = warm.Bucket{Namespace: testNS, TemplateRefHash: templateHash}
 
 // failUpdates makes updates of the named sandboxes fail with the error made for them.
 func failUpdates(f *fixture, errFor map[string]func(name string) error) {
@@ -93,7 +93,7 @@ func TestAdoptWarmMember(t *testing.T) {
 	if len(events) != 1 || !strings.HasPrefix(events[0], "Normal SandboxAdopted ") || !strings.Contains(events[0], "pool "+testPool) {
 		t.Errorf("events = %q, want one SandboxAdopted naming pool %s", events, testPool)
 	}
-	if n := f.c.warm.Len(testBucket); n != 0 {
+	if n := f.chooser.Queue().Len(testBucket); n != 0 {
 		t.Errorf("warm queue holds %d after the adoption, want 0", n)
 	}
 }
@@ -179,7 +179,7 @@ func TestAdoptCandidates(t *testing.T) {
 		},
 	}
 	for _, u := range unofferable() {
-		cases = append(cases, adoptCase{name: "a member " + u.why + " is never adopted", queued: []*agentsv1beta1.Sandbox{u.member}})
+		cases = append(cases, adoptCase{name: "a member " + u.Why + " is never adopted", queued: []*agentsv1beta1.Sandbox{u.Member}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +195,7 @@ func TestAdoptCandidates(t *testing.T) {
 			}
 			for _, sb := range tc.forced {
 				f.add(sb)
-				f.c.warm.Add(testBucket, testNS+"/"+sb.Name)
+				f.chooser.Queue().Add(testBucket, testNS+"/"+sb.Name)
 			}
 
 			f.mustSync(testClaim)
@@ -227,8 +227,8 @@ func TestAdoptCandidates(t *testing.T) {
 				}
 			}
 			var queued []string
-			for range f.c.warm.Len(testBucket) {
-				k, _ := f.c.warm.Pop(testBucket, nil)
+			for range f.chooser.Queue().Len(testBucket) {
+				k, _ := f.chooser.Queue().Pop(testBucket, nil)
 				queued = append(queued, strings.TrimPrefix(k, testNS+"/"))
 			}
 			if !slices.Equal(queued, tc.wantQueued) {
@@ -311,7 +311,7 @@ func TestAdoptWriteFailures(t *testing.T) {
 				}
 				checkReady(t, st, metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError, "Error seen: *")
 			}
-			if n := f.c.warm.Len(testBucket); n != tc.wantQueued {
+			if n := f.chooser.Queue().Len(testBucket); n != tc.wantQueued {
 				t.Errorf("warm queue holds %d, want %d", n, tc.wantQueued)
 			}
 		})
@@ -340,7 +340,7 @@ func TestAdoptRefusesEnv(t *testing.T) {
 			}
 			checkReady(t, f.lastStatus(), metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError,
 				`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none"*`)
-			if n := f.c.warm.Len(testBucket); n != 1 {
+			if n := f.chooser.Queue().Len(testBucket); n != 1 {
 				t.Errorf("warm queue holds %d, want the member kept (1)", n)
 			}
 		})
@@ -614,12 +614,12 @@ func TestAdoptStartingMember(t *testing.T) {
 				t.Errorf("events = %q, want one SandboxAdopted saying whether the pod was still starting (%v)", ev, wasStarting)
 			}
 			for _, q := range []struct {
-				bucket warmqueue.Bucket
+				bucket warm.Bucket
 				want   []string
 			}{{testBucket.StartingBucket(), tc.wantStarting}, {testBucket, tc.wantReadyQ}} {
 				var left []string
-				for range f.c.warm.Len(q.bucket) {
-					k, _ := f.c.warm.Pop(q.bucket, nil)
+				for range f.chooser.Queue().Len(q.bucket) {
+					k, _ := f.chooser.Queue().Pop(q.bucket, nil)
 					left = append(left, strings.TrimPrefix(k, testNS+"/"))
 				}
 				if !slices.Equal(left, q.want) {

@@ -8,7 +8,6 @@ package sandboxclaim
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -26,13 +25,13 @@ import (
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	agentsinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/agents/v1beta1"
 	extinformers "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions/extensions/v1beta1"
 	agentslisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/agents/v1beta1"
 	extlisters "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/listers/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 // Name is the name of this controller in --controllers, logs and metrics.
@@ -52,7 +51,6 @@ const (
 
 var (
 	claimKind       = extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim")
-	warmPoolKind    = extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxWarmPool")
 	sandboxReadyKey = string(agentsv1beta1.SandboxConditionReady)
 )
 
@@ -64,13 +62,12 @@ type Controller struct {
 	events  record.EventRecorder
 	now     func() time.Time
 	workers int
-	warm    *warmqueue.Queue
+	chooser *warm.Chooser
 	tracer  trace.TracerProvider
 
 	claims          extlisters.SandboxClaimLister
 	claimIndex      cache.Indexer
 	templates       extlisters.SandboxTemplateLister
-	pools           extlisters.SandboxWarmPoolLister
 	namespaces      corelisters.NamespaceLister
 	sandboxes       agentslisters.SandboxLister
 	sandboxIndex    cache.Indexer
@@ -85,9 +82,10 @@ type Config struct {
 	Client    versioned.Interface
 	Claims    extinformers.SandboxClaimInformer
 	Templates extinformers.SandboxTemplateInformer
-	// WarmPools tell which pool made a warm member: a claim takes only those.
-	WarmPools extinformers.SandboxWarmPoolInformer
 	Sandboxes agentsinformers.SandboxInformer
+	// Chooser picks the warm members claims adopt; the create-time binding takes its members from
+	// the same one.
+	Chooser *warm.Chooser
 	// Namespaces tell a claim of an earlier namespace of the same name, which is not served.
 	Namespaces coreinformers.NamespaceInformer
 	Events     record.EventRecorder
@@ -113,11 +111,10 @@ func New(c Config) (*Controller, error) {
 		events:          c.Events,
 		now:             time.Now,
 		workers:         c.Workers,
-		warm:            warmqueue.New(),
+		chooser:         c.Chooser,
 		claims:          c.Claims.Lister(),
 		claimIndex:      c.Claims.Informer().GetIndexer(),
 		templates:       c.Templates.Lister(),
-		pools:           c.WarmPools.Lister(),
 		namespaces:      c.Namespaces.Lister(),
 		sandboxes:       c.Sandboxes.Lister(),
 		sandboxIndex:    c.Sandboxes.Informer().GetIndexer(),
@@ -128,7 +125,7 @@ func New(c Config) (*Controller, error) {
 	}
 	ctrl.loop = controllers.NewWorkLoop(Name, ctrl.sync)
 	ctrl.synced = []cache.InformerSynced{c.Claims.Informer().HasSynced, c.Templates.Informer().HasSynced,
-		c.WarmPools.Informer().HasSynced, c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced}
+		c.Sandboxes.Informer().HasSynced, c.Namespaces.Informer().HasSynced, c.Chooser.HasSynced}
 
 	if err := c.Claims.Informer().AddIndexers(cache.Indexers{byTemplate: func(obj any) ([]string, error) {
 		claim := obj.(*extensionsv1beta1.SandboxClaim)
@@ -207,47 +204,28 @@ func (c *Controller) enqueueClaimsOfTemplate(obj any) {
 	}
 }
 
-// sandboxChanged keeps the warm queue current and wakes the claim that controls the sandbox.
+// sandboxChanged wakes the claim that controls the sandbox.
 func (c *Controller) sandboxChanged(obj any) {
 	sb, ok := obj.(*agentsv1beta1.Sandbox)
 	if !ok {
 		return
 	}
-	c.chooser().track(sb)
 	if ref := objectmeta.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
 }
 
 func (c *Controller) sandboxDeleted(obj any) {
-	sb := c.chooser().untrack(obj)
-	if sb == nil {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	sb, ok := obj.(*agentsv1beta1.Sandbox)
+	if !ok {
 		return
 	}
 	if ref := objectmeta.ControllerOf(sb, claimKind.GroupKind()); ref != nil {
 		c.loop.Queue.Add(sb.Namespace + "/" + ref.Name)
 	}
-}
-
-// adoptableBucket says whether a claim may adopt sb and in which bucket it waits: a member of a
-// warm pool, controlled by the pool its label names, not being deleted, in the Ready bucket or,
-// while its pod is not Ready, the starting one. Labels alone are anybody's to copy; the chooser
-// also checks the controller's UID against the pool (madeByPool).
-func adoptableBucket(sb *agentsv1beta1.Sandbox) (warmqueue.Bucket, bool) {
-	refHash := sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel]
-	if sb.DeletionTimestamp != nil || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == "" || refHash == "" {
-		return warmqueue.Bucket{}, false
-	}
-	if ref := poolRef(sb); ref == nil || objectmeta.NameHash(ref.Name) != sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] {
-		return warmqueue.Bucket{}, false
-	}
-	return warmqueue.Bucket{Namespace: sb.Namespace, TemplateRefHash: refHash,
-		Starting: !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxReadyKey)}, true
-}
-
-// poolRef returns the controller reference of sb when it is a SandboxWarmPool, nil otherwise.
-func poolRef(sb *agentsv1beta1.Sandbox) *metav1.OwnerReference {
-	return objectmeta.ControllerOf(sb, warmPoolKind.GroupKind())
 }
 
 // ownedSandboxes returns the sandboxes controlled by the claim with this UID: a controller
@@ -264,35 +242,4 @@ func (c *Controller) ownedSandboxes(uid types.UID) []*agentsv1beta1.Sandbox {
 		}
 	}
 	return out
-}
-
-func claimRef(claim *extensionsv1beta1.SandboxClaim) metav1.OwnerReference {
-	return *metav1.NewControllerRef(claim, claimKind)
-}
-
-// claimError is a failure with the Ready reason it is reported under.
-type claimError struct {
-	reason string
-	msg    string
-	// retry says whether the controller should retry with backoff; false when only a change of
-	// the claim or its template (which requeues the claim anyway) can fix it.
-	retry bool
-}
-
-func (e *claimError) Error() string { return e.msg }
-
-func templateNotFound(ns, name string) error {
-	return &claimError{reason: extensionsv1beta1.ClaimReasonTemplateNotFound, msg: fmt.Sprintf("SandboxTemplate %s/%s not found", ns, name)}
-}
-
-func invalidMetadata(format string, args ...any) error {
-	return &claimError{reason: extensionsv1beta1.ClaimReasonInvalidMetadata, msg: fmt.Sprintf(format, args...)}
-}
-
-func claimRefused(format string, args ...any) error {
-	return &claimError{reason: extensionsv1beta1.ClaimReasonReconcilerError, msg: fmt.Sprintf(format, args...)}
-}
-
-func splitKey(key string) (namespace, name string, err error) {
-	return cache.SplitMetaNamespaceKey(key)
 }

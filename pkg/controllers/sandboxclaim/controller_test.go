@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 func TestAdoptableBucket(t *testing.T) {
@@ -50,16 +51,15 @@ func TestAdoptableBucket(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, ok := adoptableBucket(tc.sb)
-			if ok != tc.want {
-				t.Fatalf("adoptable = %v, want %v", ok, tc.want)
+			f := newFixture(t)
+			f.chooser.OnAdd(tc.sb, false)
+			queue := f.chooser.Queue()
+			ready, starting := queue.Len(testBucket), queue.Len(testBucket.StartingBucket())
+			if got := ready+starting > 0; got != tc.want {
+				t.Fatalf("queued = %v, want %v", got, tc.want)
 			}
-			want := testBucket
-			if tc.starting {
-				want = testBucket.StartingBucket()
-			}
-			if ok && b != want {
-				t.Errorf("bucket = %+v, want %+v", b, want)
+			if tc.want && (starting == 1) != tc.starting {
+				t.Errorf("queued in the starting bucket = %v, want %v", starting == 1, tc.starting)
 			}
 		})
 	}
@@ -68,7 +68,7 @@ func TestAdoptableBucket(t *testing.T) {
 // TestWarmQueueMaintenance feeds the sandbox handlers a sequence of events and checks what the
 // warm queue holds and which claims were woken after each.
 func TestWarmQueueMaintenance(t *testing.T) {
-	nodeBucket := warmqueue.Bucket{Namespace: testNS, TemplateRefHash: fnvHash("node")}
+	nodeBucket := warm.Bucket{Namespace: testNS, TemplateRefHash: fnvHash("node")}
 	type event struct {
 		deleted   bool
 		tombstone bool
@@ -80,18 +80,18 @@ func TestWarmQueueMaintenance(t *testing.T) {
 	cases := []struct {
 		name      string
 		events    []event
-		want      map[warmqueue.Bucket][]string
+		want      map[warm.Bucket][]string
 		wantWoken []string
 	}{
 		{
 			name:   "Ready members queued in arrival order, once each",
 			events: []event{changed(warmMember("m2", testPool)), changed(warmMember("m1", testPool)), changed(warmMember("m2", testPool))},
-			want:   map[warmqueue.Bucket][]string{testBucket: {"m2", "m1"}},
+			want:   map[warm.Bucket][]string{testBucket: {"m2", "m1"}},
 		},
 		{
 			name:   "a member not yet Ready is queued once it is",
 			events: []event{changed(warmMember("m1", testPool, sandboxReady("False", "DependenciesNotReady", ""))), changed(warmMember("m1", testPool))},
-			want:   map[warmqueue.Bucket][]string{testBucket: {"m1"}},
+			want:   map[warm.Bucket][]string{testBucket: {"m1"}},
 		},
 		{
 			name:   "a member that stops being Ready leaves",
@@ -109,7 +109,7 @@ func TestWarmQueueMaintenance(t *testing.T) {
 		{
 			name:   "a deleted member leaves",
 			events: []event{changed(warmMember("m1", testPool)), changed(warmMember("m2", testPool)), gone(warmMember("m1", testPool))},
-			want:   map[warmqueue.Bucket][]string{testBucket: {"m2"}},
+			want:   map[warm.Bucket][]string{testBucket: {"m2"}},
 		},
 		{
 			name:   "a member deleted while the watch was down (tombstone) leaves",
@@ -120,12 +120,12 @@ func TestWarmQueueMaintenance(t *testing.T) {
 			events: []event{changed(warmMember("m1", testPool)), changed(warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
 				sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
 			}))},
-			want: map[warmqueue.Bucket][]string{nodeBucket: {"m1"}},
+			want: map[warm.Bucket][]string{nodeBucket: {"m1"}},
 		},
 		{
 			name:   "members of other namespaces wait in their own buckets",
 			events: []event{changed(warmMember("m1", testPool, inNamespace("elsewhere"))), changed(warmMember("m2", testPool))},
-			want: map[warmqueue.Bucket][]string{
+			want: map[warm.Bucket][]string{
 				{Namespace: "elsewhere", TemplateRefHash: templateHash}: {"m1"},
 				testBucket: {"m2"},
 			},
@@ -146,22 +146,22 @@ func TestWarmQueueMaintenance(t *testing.T) {
 			for _, e := range tc.events {
 				switch {
 				case e.tombstone:
-					f.c.sandboxDeleted(cache.DeletedFinalStateUnknown{Key: e.sb.Namespace + "/" + e.sb.Name, Obj: e.sb})
+					f.deleted(cache.DeletedFinalStateUnknown{Key: e.sb.Namespace + "/" + e.sb.Name, Obj: e.sb})
 				case e.deleted:
-					f.c.sandboxDeleted(e.sb)
+					f.deleted(e.sb)
 				default:
-					f.c.sandboxChanged(e.sb)
+					f.changed(e.sb)
 				}
 			}
 			// Objects of other types are ignored.
-			f.c.sandboxChanged(newClaim())
-			f.c.sandboxDeleted(newTemplate())
+			f.changed(newClaim())
+			f.deleted(newTemplate())
 
-			buckets := []warmqueue.Bucket{testBucket, nodeBucket, {Namespace: "elsewhere", TemplateRefHash: templateHash}}
+			buckets := []warm.Bucket{testBucket, nodeBucket, {Namespace: "elsewhere", TemplateRefHash: templateHash}}
 			for _, b := range buckets {
 				var got []string
-				for range f.c.warm.Len(b) {
-					k, _ := f.c.warm.Pop(b, nil)
+				for range f.chooser.Queue().Len(b) {
+					k, _ := f.chooser.Queue().Pop(b, nil)
 					_, name, _ := cache.SplitMetaNamespaceKey(k)
 					got = append(got, name)
 				}
@@ -226,7 +226,7 @@ func TestIndexes(t *testing.T) {
 func TestSyncPodMetadataDrift(t *testing.T) {
 	mine := ownedByClaim(testClaim, testClaimUID)
 	desired := func(c *extensionsv1beta1.SandboxClaim) agentsv1beta1.PodMetadata {
-		m, err := desiredPodMetadata(c, newTemplate(), nil)
+		m, err := adoption.DesiredPodMetadata(c, newTemplate(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -245,7 +245,7 @@ func TestCreateRefusals(t *testing.T) {
 			if ev := f.events(); len(ev) != 0 {
 				t.Errorf("events = %q, want none", ev)
 			}
-			if tc.queueMember && f.c.warm.Len(testBucket) != 1 {
+			if tc.queueMember && f.chooser.Queue().Len(testBucket) != 1 {
 				t.Errorf("the waiting member left the queue")
 			}
 		})

@@ -5,17 +5,12 @@ package sandboxclaim
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,311 +20,69 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/claimtest"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
+// The builders the claim's adoption tests share (pkg/util/claimtest), by their names here.
 const (
-	testNS       = "default"
-	testClaim    = "my-claim"
-	testClaimUID = types.UID("claim-uid-1")
-	testTemplate = "python"
-	testPool     = "fast-pool"
-	testGen      = int64(4)
+	testNS       = claimtest.Namespace
+	testClaim    = claimtest.ClaimName
+	testClaimUID = claimtest.ClaimUID
+	testTemplate = claimtest.TemplateName
+	testPool     = claimtest.PoolName
+	testGen      = claimtest.Generation
 )
-
-// testNow is the controller's clock in every test.
-var testNow = time.Date(2026, 4, 13, 12, 0, 0, 0, time.UTC)
-
-// fnvHash is the 32-bit FNV-1a of s in 8 hex digits, computed here rather than through the
-// naming package the controller uses.
-func fnvHash(s string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(s))
-	return fmt.Sprintf("%08x", h.Sum32())
-}
 
 var (
-	templateHash = fnvHash(testTemplate)
-	poolHash     = fnvHash(testPool)
+	testPools                = claimtest.Pools
+	testNow                  = claimtest.Now
+	fnvHash                  = claimtest.Hash
+	templateHash             = claimtest.TemplateHash
+	newClaim                 = claimtest.Claim
+	named                    = claimtest.Named
+	warmpool                 = claimtest.WarmPool
+	withEnv                  = claimtest.WithEnv
+	withExtraMeta            = claimtest.WithExtraMeta
+	withLifecycle            = claimtest.WithLifecycle
+	withClaimStatus          = claimtest.WithClaimStatus
+	withClaimLabel           = claimtest.WithClaimLabel
+	claimDeleting            = claimtest.ClaimDeleting
+	withFinalizers           = claimtest.WithFinalizers
+	newTemplate              = claimtest.Template
+	envPolicy                = claimtest.EnvPolicy
+	newSandbox               = claimtest.Sandbox
+	ownedByClaim             = claimtest.OwnedByClaim
+	claimOwnerRef            = claimtest.ClaimOwnerRef
+	poolOwnerRef             = claimtest.PoolOwnerRef
+	withOwner                = claimtest.WithOwner
+	inNamespace              = claimtest.InNamespace
+	sandboxReady             = claimtest.SandboxReady
+	withSandboxCond          = claimtest.WithSandboxCond
+	withPodIPs               = claimtest.WithPodIPs
+	sandboxDeleting          = claimtest.SandboxDeleting
+	withRV                   = claimtest.WithRV
+	starting                 = claimtest.Starting
+	unofferable              = claimtest.Unofferable
+	warmMember               = claimtest.WarmMember
+	pvcTemplate              = claimtest.PVCTemplate
+	withVolumes              = claimtest.WithVolumes
+	volumePolicy             = claimtest.VolumePolicy
+	readyOf                  = claimtest.ReadyOf
+	checkReady               = claimtest.CheckReady
+	expectAdoptedPodTemplate = claimtest.ExpectAdoptedPodTemplate
+)
 
+var (
 	sandboxesGVR = agentsv1beta1.SchemeGroupVersion.WithResource("sandboxes")
 	claimsGVR    = extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxclaims")
 	templatesGVR = extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxtemplates")
 )
-
-// ---- object builders ----
-
-// newClaim is a live claim of the test template with the finalizer; mods adjust it.
-func newClaim(mods ...func(*extensionsv1beta1.SandboxClaim)) *extensionsv1beta1.SandboxClaim {
-	c := &extensionsv1beta1.SandboxClaim{
-		TypeMeta: metav1.TypeMeta{APIVersion: extensionsv1beta1.SchemeGroupVersion.String(), Kind: "SandboxClaim"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: testClaim, Namespace: testNS, UID: testClaimUID, Generation: testGen,
-			ResourceVersion:   "100",
-			CreationTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
-			Finalizers:        []string{extensionsv1beta1.ClaimSandboxFinalizer},
-		},
-		Spec: extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: testTemplate}},
-	}
-	for _, m := range mods {
-		m(c)
-	}
-	return c
-}
-
-func named(name string, uid types.UID) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Name, c.UID = name, uid }
-}
-
-func warmpool(p extensionsv1beta1.WarmPoolPolicy) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Spec.WarmPool = ptr.To(p) }
-}
-
-func withEnv(env ...extensionsv1beta1.EnvVar) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Spec.Env = env }
-}
-
-func withExtraMeta(labels, annotations map[string]string) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) {
-		c.Spec.AdditionalPodMetadata = agentsv1beta1.PodMetadata{Labels: labels, Annotations: annotations}
-	}
-}
-
-func withLifecycle(shutdownIn *time.Duration, ttl *int32, policy *extensionsv1beta1.ShutdownPolicy) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) {
-		lc := &extensionsv1beta1.Lifecycle{TTLSecondsAfterFinished: ttl, ShutdownPolicy: policy}
-		if shutdownIn != nil {
-			lc.ShutdownTime = &metav1.Time{Time: testNow.Add(*shutdownIn)}
-		}
-		c.Spec.Lifecycle = lc
-	}
-}
-
-func withClaimStatus(st extensionsv1beta1.SandboxClaimStatus) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Status = st }
-}
-
-func withClaimLabel(k, v string) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) {
-		if c.Labels == nil {
-			c.Labels = map[string]string{}
-		}
-		c.Labels[k] = v
-	}
-}
-
-func claimDeleting(c *extensionsv1beta1.SandboxClaim) {
-	c.DeletionTimestamp = &metav1.Time{Time: testNow.Add(-time.Second)}
-}
-
-func withFinalizers(f ...string) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Finalizers = f }
-}
-
-// newTemplate is the test template: one init and one regular container, each with one variable,
-// pod labels and annotations, managed networking with the secure default.
-func newTemplate(mods ...func(*extensionsv1beta1.SandboxTemplate)) *extensionsv1beta1.SandboxTemplate {
-	t := &extensionsv1beta1.SandboxTemplate{
-		TypeMeta: metav1.TypeMeta{APIVersion: extensionsv1beta1.SchemeGroupVersion.String(), Kind: "SandboxTemplate"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: testTemplate, Namespace: testNS, UID: "template-uid", ResourceVersion: "7",
-		},
-		Spec: extensionsv1beta1.SandboxTemplateSpec{
-			PodTemplate: agentsv1beta1.PodTemplate{
-				ObjectMeta: agentsv1beta1.PodMetadata{
-					Labels:      map[string]string{"app": "python", "tier": "sandbox"},
-					Annotations: map[string]string{"team": "ml"},
-				},
-				Spec: corev1.PodSpec{
-					InitContainers: []corev1.Container{{Name: "setup", Image: "busybox",
-						Env: []corev1.EnvVar{{Name: "INIT_MODE", Value: "fast"}}}},
-					Containers: []corev1.Container{
-						{Name: "agent", Image: "python:3.12", Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}}},
-						{Name: "sidecar", Image: "envoy"},
-					},
-					RestartPolicy: corev1.RestartPolicyNever,
-				},
-			},
-			NetworkPolicyManagement: extensionsv1beta1.NetworkPolicyManagementManaged,
-			EnvVarsInjectionPolicy:  extensionsv1beta1.EnvVarsInjectionPolicyDisallowed,
-		},
-	}
-	for _, m := range mods {
-		m(t)
-	}
-	return t
-}
-
-func envPolicy(p extensionsv1beta1.EnvVarsInjectionPolicy) func(*extensionsv1beta1.SandboxTemplate) {
-	return func(t *extensionsv1beta1.SandboxTemplate) { t.Spec.EnvVarsInjectionPolicy = p }
-}
-
-// newSandbox is a bare Sandbox in the test namespace; mods adjust it.
-func newSandbox(name string, mods ...func(*agentsv1beta1.Sandbox)) *agentsv1beta1.Sandbox {
-	sb := &agentsv1beta1.Sandbox{
-		TypeMeta: metav1.TypeMeta{APIVersion: agentsv1beta1.SchemeGroupVersion.String(), Kind: "Sandbox"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNS, UID: types.UID(name + "-uid"), ResourceVersion: "11",
-			CreationTimestamp: metav1.NewTime(testNow.Add(-time.Hour)),
-		},
-		Spec: agentsv1beta1.SandboxSpec{
-			PodTemplate: agentsv1beta1.PodTemplate{
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "python:3.12"}}},
-			},
-			Replicas: ptr.To[int32](1),
-		},
-	}
-	for _, m := range mods {
-		m(sb)
-	}
-	return sb
-}
-
-// ownedByClaim makes the claim of that name and UID the sandbox's controller.
-func ownedByClaim(name string, uid types.UID) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) {
-		sb.OwnerReferences = []metav1.OwnerReference{claimOwnerRef(name, uid)}
-	}
-}
-
-func claimOwnerRef(name string, uid types.UID) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxClaim",
-		Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-}
-
-func poolOwnerRef(pool string) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxWarmPool",
-		Name: pool, UID: types.UID(pool + "-uid"), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-}
-
-func withOwner(ref metav1.OwnerReference) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) { sb.OwnerReferences = []metav1.OwnerReference{ref} }
-}
-
-func inNamespace(ns string) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) { sb.Namespace = ns }
-}
-
-func sandboxReady(status metav1.ConditionStatus, reason, msg string) func(*agentsv1beta1.Sandbox) {
-	return withSandboxCond(metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: msg,
-		LastTransitionTime: metav1.NewTime(testNow.Add(-10 * time.Minute))})
-}
-
-func withSandboxCond(c metav1.Condition) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) { meta.SetStatusCondition(&sb.Status.Conditions, c) }
-}
-
-func withPodIPs(ips ...string) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) { sb.Status.PodIPs = ips }
-}
-
-func sandboxDeleting(sb *agentsv1beta1.Sandbox) {
-	sb.DeletionTimestamp = &metav1.Time{Time: testNow.Add(-time.Second)}
-	sb.Finalizers = []string{agentsv1beta1.SandboxChildrenFinalizer}
-}
-
-func withRV(rv string) func(*agentsv1beta1.Sandbox) {
-	return func(sb *agentsv1beta1.Sandbox) { sb.ResourceVersion = rv }
-}
-
-// testPools are the warm pools the tests' members belong to, as their controller references
-// name them (poolOwnerRef).
-func testPools() []*extensionsv1beta1.SandboxWarmPool {
-	var out []*extensionsv1beta1.SandboxWarmPool
-	for _, name := range []string{testPool, "other-pool"} {
-		ref := poolOwnerRef(name)
-		out = append(out, &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: ref.UID},
-			Spec: extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: testTemplate}}})
-	}
-	return out
-}
-
-// starting are members of the test pool whose pod is not Ready yet: the controller's adoption and
-// the binding at create take them when no Ready member is left.
-func starting() []struct {
-	why    string
-	member *agentsv1beta1.Sandbox
-} {
-	return []struct {
-		why    string
-		member *agentsv1beta1.Sandbox
-	}{
-		{"not Ready", warmMember("m1", testPool, sandboxReady(metav1.ConditionFalse, agentsv1beta1.SandboxReasonDependenciesNotReady, "Pod is not Ready"))},
-		{"with no Ready condition", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) { sb.Status.Conditions = nil })},
-	}
-}
-
-// unofferable are members of the test pool that no claim of the test template in testNS may take,
-// each with what rules it out; the adoption and the binding at create both check them.
-func unofferable() []struct {
-	why    string
-	member *agentsv1beta1.Sandbox
-} {
-	return []struct {
-		why    string
-		member *agentsv1beta1.Sandbox
-	}{
-		{"being deleted", warmMember("m1", testPool, sandboxDeleting)},
-		{"in another namespace", warmMember("m1", testPool, inNamespace("elsewhere"))},
-		{"of another template", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-			sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = fnvHash("node")
-		})},
-		// A Sandbox someone dressed up as a member: the labels, but not made by the pool.
-		{"controlled by nobody", warmMember("m1", "")},
-		{"controlled by another kind", warmMember("m1", testPool, withOwner(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment",
-			Name: testPool, UID: poolOwnerRef(testPool).UID, Controller: ptr.To(true)}))},
-		{"controlled by a pool of another group", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-			sb.OwnerReferences[0].APIVersion = "example.com/v1"
-		})},
-		{"only a non-controller owner reference to the pool", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-			sb.OwnerReferences[0].Controller = nil
-		})},
-		{"controlled by another pool than its label names", warmMember("m1", testPool, withOwner(poolOwnerRef("other-pool")))},
-		{"controlled by a pool of its label's name but another UID (forged, or a deleted pool)", warmMember("m1", testPool, func(sb *agentsv1beta1.Sandbox) {
-			sb.OwnerReferences[0].UID = "forged-uid"
-		})},
-		{"controlled by a pool that does not exist", warmMember("m1", "gone-pool")},
-	}
-}
-
-// warmMember is a Ready member of pool (empty: no controller) of the test template, as the warm
-// pool controller makes it.
-func warmMember(name, pool string, mods ...func(*agentsv1beta1.Sandbox)) *agentsv1beta1.Sandbox {
-	hash := poolHash
-	if pool != testPool && pool != "" {
-		hash = fnvHash(pool)
-	}
-	base := []func(*agentsv1beta1.Sandbox){
-		func(sb *agentsv1beta1.Sandbox) {
-			sb.Labels = map[string]string{
-				extensionsv1beta1.WarmPoolSandboxLabel:        hash,
-				extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
-				agentsv1beta1.SandboxPodTemplateHashLabel:     "podtmpl1",
-			}
-			sb.Annotations = map[string]string{agentsv1beta1.SandboxTemplateRefAnnotation: testTemplate}
-			sb.Spec.PodTemplate.ObjectMeta = agentsv1beta1.PodMetadata{
-				Labels: map[string]string{
-					"app": "python", "tier": "sandbox",
-					extensionsv1beta1.WarmPoolSandboxLabel:        hash,
-					extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
-					agentsv1beta1.SandboxPodTemplateHashLabel:     "podtmpl1",
-				},
-				Annotations: map[string]string{"team": "ml"},
-			}
-			if pool != "" {
-				sb.OwnerReferences = []metav1.OwnerReference{poolOwnerRef(pool)}
-			}
-		},
-		sandboxReady(metav1.ConditionTrue, agentsv1beta1.SandboxReasonDependenciesReady, "Pod is Ready"),
-		withPodIPs("10.0.0.9"),
-	}
-	return newSandbox(name, append(base, mods...)...)
-}
 
 // ---- fixture ----
 
@@ -350,6 +103,7 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	queue    *queueSpy
 	c        *Controller
+	chooser  *warm.Chooser
 	// namespaces is the cluster's namespace cache, empty unless a test fills it.
 	namespaces cache.Indexer
 }
@@ -366,12 +120,23 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
 	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
 	f.namespaces = namespaces.Informer().GetIndexer()
+	chooser, err := warm.New(warm.Config{
+		Sandboxes: f.inf.Agents().V1beta1().Sandboxes(),
+		Templates: f.inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: f.inf.Extensions().V1beta1().SandboxWarmPools(),
+		Events:    f.recorder,
+		Now:       func() time.Time { return testNow },
+	})
+	if err != nil {
+		t.Fatalf("warm.New: %v", err)
+	}
+	f.chooser = chooser
 	c, err := New(Config{
 		Client:     f.client,
 		Claims:     f.inf.Extensions().V1beta1().SandboxClaims(),
 		Templates:  f.inf.Extensions().V1beta1().SandboxTemplates(),
-		WarmPools:  f.inf.Extensions().V1beta1().SandboxWarmPools(),
 		Sandboxes:  f.inf.Agents().V1beta1().Sandboxes(),
+		Chooser:    chooser,
 		Namespaces: namespaces,
 		Events:     f.recorder,
 		Workers:    1,
@@ -462,11 +227,24 @@ func (f *fixture) gvrOf(obj runtime.Object) (schema.GroupVersionResource, string
 	return schema.GroupVersionResource{}, ""
 }
 
-// warm feeds sandboxes to the controller's sandbox handler, as the informer would.
+// warm feeds sandboxes to the controller's and the chooser's sandbox handlers, as the informers
+// would.
 func (f *fixture) warm(sbs ...*agentsv1beta1.Sandbox) {
 	for _, sb := range sbs {
-		f.c.sandboxChanged(sb.DeepCopy())
+		f.changed(sb.DeepCopy())
 	}
+}
+
+// changed feeds an added or updated object to both sandbox handlers.
+func (f *fixture) changed(obj any) {
+	f.chooser.OnUpdate(nil, obj)
+	f.c.sandboxChanged(obj)
+}
+
+// deleted feeds a deleted object, or its tombstone, to both sandbox handlers.
+func (f *fixture) deleted(obj any) {
+	f.chooser.OnDelete(obj)
+	f.c.sandboxDeleted(obj)
 }
 
 func (f *fixture) must(err error) {
@@ -602,62 +380,10 @@ func (f *fixture) lastStatus() *extensionsv1beta1.SandboxClaim {
 }
 
 // events drains the recorder.
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) events() []string { return claimtest.Events(f.recorder) }
 
 // eventReasons are the reasons of the drained events, in order.
-func (f *fixture) eventReasons() []string {
-	var out []string
-	for _, e := range f.events() {
-		// FakeRecorder formats events as "<type> <reason> <message>".
-		parts := strings.SplitN(e, " ", 3)
-		if len(parts) >= 2 {
-			out = append(out, parts[1])
-		}
-	}
-	return out
-}
-
-// readyOf is the claim's Ready condition, failing when it has none.
-func readyOf(t *testing.T, c *extensionsv1beta1.SandboxClaim) metav1.Condition {
-	t.Helper()
-	r := meta.FindStatusCondition(c.Status.Conditions, "Ready")
-	if r == nil {
-		t.Fatalf("claim %s has no Ready condition: %+v", c.Name, c.Status.Conditions)
-	}
-	return *r
-}
-
-// checkReady compares the claim's Ready condition; a message ending in "*" matches as a prefix
-// and an empty one is not compared.
-func checkReady(t *testing.T, c *extensionsv1beta1.SandboxClaim, status metav1.ConditionStatus, reason, msg string) {
-	t.Helper()
-	r := readyOf(t, c)
-	if r.Status != status || r.Reason != reason {
-		t.Errorf("Ready = %s/%s (%q), want %s/%s", r.Status, r.Reason, r.Message, status, reason)
-	}
-	if msg != "" {
-		if p, ok := strings.CutSuffix(msg, "*"); ok {
-			if !strings.HasPrefix(r.Message, p) {
-				t.Errorf("Ready message = %q, want prefix %q", r.Message, p)
-			}
-		} else if r.Message != msg {
-			t.Errorf("Ready message = %q, want %q", r.Message, msg)
-		}
-	}
-	if r.ObservedGeneration != c.Generation {
-		t.Errorf("Ready observedGeneration = %d, want %d", r.ObservedGeneration, c.Generation)
-	}
-}
+func (f *fixture) eventReasons() []string { return claimtest.EventReasons(f.recorder) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -666,27 +392,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// expectAdoptedPodTemplate checks the pod template of member once adopted by the test claim (with
-// owner=alice and cost-center=1234 as extra metadata): the template's, the member's and the
-// claim's metadata merged, the running pod spec untouched.
-func expectAdoptedPodTemplate(t *testing.T, adopted, member *agentsv1beta1.Sandbox) {
-	t.Helper()
-	want := agentsv1beta1.PodMetadata{
-		Labels: map[string]string{
-			"app": "python", "tier": "sandbox", "owner": "alice",
-			extensionsv1beta1.SandboxIDLabel:              string(testClaimUID),
-			extensionsv1beta1.SandboxTemplateRefHashLabel: templateHash,
-		},
-		Annotations: map[string]string{"team": "ml", "cost-center": "1234"},
-	}
-	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.ObjectMeta, want) {
-		t.Errorf("pod template metadata = %+v, want %+v", adopted.Spec.PodTemplate.ObjectMeta, want)
-	}
-	if !apiequality.Semantic.DeepEqual(adopted.Spec.PodTemplate.Spec, member.Spec.PodTemplate.Spec) {
-		t.Errorf("the running member's pod spec changed: %+v", adopted.Spec.PodTemplate.Spec)
-	}
 }
 
 // expectSandboxNameLabel checks that the claim's last write through the main resource labelled it
@@ -701,3 +406,6 @@ func expectSandboxNameLabel(t *testing.T, f *fixture, want string) {
 		t.Errorf("label %s = %q, want %q", extensionsv1beta1.ClaimSandboxNameLabel, got, want)
 	}
 }
+
+// claimCreations is the count of claim creations with the given labels, by their seed names.
+var claimCreations = claimtest.ClaimCreations

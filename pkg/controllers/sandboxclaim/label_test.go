@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
@@ -48,7 +49,7 @@ func TestSandboxNameLabel(t *testing.T) {
 			if !tc.noSandbox {
 				sb = newSandbox(tc.sbName, tc.sbMods...)
 			}
-			got, write := sandboxNameLabel(tc.claim, sb, tc.err, tc.expired)
+			got, write := adoption.SandboxNameLabel(tc.claim, sb, tc.err, tc.expired)
 			if write != tc.wantWrite || (write && got != tc.want) {
 				t.Errorf("sandboxNameLabel = %q, %v; want %q, %v", got, write, tc.want, tc.wantWrite)
 			}

@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
@@ -154,7 +155,7 @@ func TestTTLAfterFinishedTwoPasses(t *testing.T) {
 				withSandboxCond(metav1.Condition{Type: "Finished", Status: "True", Reason: "PodSucceeded",
 					LastTransitionTime: metav1.NewTime(testNow.Add(-10 * time.Minute))}))
 			f := newFixture(t, newClaim(withLifecycle(nil, ptr.To[int32](60), ptr.To(policy)), withClaimLabel(extensionsv1beta1.ClaimSandboxNameLabel, testClaim)), newTemplate(), sb)
-			want, err := desiredPodMetadata(newClaim(), newTemplate(), nil)
+			want, err := adoption.DesiredPodMetadata(newClaim(), newTemplate(), nil)
 			f.must(err)
 			sb.Spec.PodTemplate.ObjectMeta = want
 			f.updateCache(sb)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
@@ -130,8 +131,8 @@ func TestFindSandboxOrder(t *testing.T) {
 			f := newFixture(t, objs...)
 			got, err := f.c.findSandbox(context.Background(), claim)
 			if tc.wantErr != nil {
-				var ce *claimError
-				if !errors.As(err, &ce) || ce.reason != extensionsv1beta1.ClaimReasonReconcilerError {
+				var ce *adoption.ClaimError
+				if !errors.As(err, &ce) || ce.Reason != extensionsv1beta1.ClaimReasonReconcilerError {
 					t.Fatalf("findSandbox = %v, %v; want a ReconcilerError", got, err)
 				}
 				for _, s := range tc.wantErr {

@@ -5,20 +5,18 @@ package sandboxclaim
 
 import (
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/warmqueue"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 // maxAdoptionAttempts bounds how many warm candidates one sync tries before it creates a cold
@@ -35,8 +33,6 @@ const maxAdoptionAttempts = 16
 // Only the template's name is needed: without the template (deleted since) the member's own pod
 // metadata is the base, as the seeds do.
 func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, policy extensionsv1beta1.WarmPoolPolicy, traceContext string) (*agentsv1beta1.Sandbox, error) {
-	w := c.chooser()
-	bucket, accept := w.bucket(claim, policy)
 	logger := klog.FromContext(ctx)
 	var adopted *agentsv1beta1.Sandbox
 	try := func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
@@ -48,98 +44,42 @@ func (c *Controller) adopt(ctx context.Context, claim *extensionsv1beta1.Sandbox
 		if err != nil {
 			return false, err
 		}
-		w.recordAdoption(claim, candidate, sb)
+		c.chooser.RecordAdoption(claim, candidate, sb)
 		adopted = sb
 		return false, nil
 	}
-	for _, b := range []warmqueue.Bucket{bucket, bucket.StartingBucket()} {
-		if took, err := w.offer(b, accept, maxAdoptionAttempts, try); took || err != nil {
-			return adopted, err
-		}
-	}
-	return nil, nil
+	_, err := c.chooser.Offer(claim, policy, maxAdoptionAttempts, try)
+	return adopted, err
 }
 
 // takeOver writes the candidate over to the claim; the Update carries the candidate's
 // resourceVersion.
 func (c *Controller) takeOver(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox, traceContext string) (*agentsv1beta1.Sandbox, error) {
-	sb, err := adoptedSandbox(claim, template, candidate, traceContext)
+	sb, err := adoption.AdoptedSandbox(claim, template, candidate, traceContext)
 	if err != nil {
 		return nil, err
 	}
 	return c.client.AgentsV1beta1().Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
-// adoptedSandbox is the warm member rewritten as the claim's sandbox: warm-pool labels off, the
-// claim as its controller, its pod's name recorded, the claim's identity labels and merged pod
-// metadata on, the claim's idle timeout, and the claim's trace context (when not empty).
-func adoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, candidate *agentsv1beta1.Sandbox, traceContext string) (*agentsv1beta1.Sandbox, error) {
-	sb := candidate.DeepCopy()
-	meta, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
-	if err != nil {
-		return nil, err
-	}
-	sb.Spec.PodTemplate.ObjectMeta = meta
-	sb.Labels = maps.Clone(sb.Labels)
-	for _, k := range warmPoolOnlyLabels {
-		delete(sb.Labels, k)
-	}
-	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
-	sb.Labels[extensionsv1beta1.SandboxTemplateRefHashLabel] = objectmeta.NameHash(claim.Spec.TemplateRef.Name)
-	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
-	sb.Spec.IdleTimeout = idleTimeout(claim, template, sb.Spec.IdleTimeout)
-	if sb.Annotations == nil {
-		sb.Annotations = map[string]string{}
-	}
-	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] == "" {
-		// The pod keeps the name it has; recording it also marks the sandbox as a warm launch.
-		sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] = sb.Name
-	}
-	setTraceContext(sb, traceContext)
-	return sb, nil
-}
-
-// idleTimeout is the claim's sandbox's: the claim's lifecycle.idleTimeout, else the template's,
-// else (no template at hand) the one the sandbox has.
-func idleTimeout(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, has *metav1.Duration) *metav1.Duration {
-	switch {
-	case claim.Spec.Lifecycle != nil && claim.Spec.Lifecycle.IdleTimeout != nil:
-		return &metav1.Duration{Duration: claim.Spec.Lifecycle.IdleTimeout.Duration}
-	case template != nil:
-		return template.Spec.IdleTimeout.DeepCopy()
-	}
-	return has
-}
-
-// setTraceContext records the trace the sandbox was provisioned in, when there is one.
-func setTraceContext(sb *agentsv1beta1.Sandbox, traceContext string) {
-	if traceContext == "" {
-		return
-	}
-	if sb.Annotations == nil {
-		sb.Annotations = map[string]string{}
-	}
-	sb.Annotations[tracecontext.Annotation] = traceContext
-}
-
 // createSandbox makes a cold sandbox named after the claim from its template, with the claim's
 // pod metadata, environment variables and trace context.
 func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, traceContext string) (*agentsv1beta1.Sandbox, error) {
 	sb := controllers.NewSandboxFromTemplate(template)
-	setTraceContext(sb, traceContext)
+	adoption.SetTraceContext(sb, traceContext)
 	sb.Name = claim.Name
-	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
+	sb.OwnerReferences = []metav1.OwnerReference{adoption.ClaimRef(claim)}
 	sb.Labels[extensionsv1beta1.SandboxIDLabel] = string(claim.UID)
-	sb.Spec.IdleTimeout = idleTimeout(claim, template, nil)
-	meta, err := desiredPodMetadata(claim, template, nil)
+	sb.Spec.IdleTimeout = adoption.IdleTimeout(claim, template, nil)
+	meta, err := adoption.DesiredPodMetadata(claim, template, nil)
 	if err != nil {
 		return nil, err
 	}
 	sb.Spec.PodTemplate.ObjectMeta = meta
-	if err := injectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template); err != nil {
+	if err := adoption.InjectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template); err != nil {
 		return nil, err
 	}
-	if sb.Spec.VolumeClaimTemplates, err = mergeVolumeClaimTemplates(sb.Spec.VolumeClaimTemplates, claim, template); err != nil {
+	if sb.Spec.VolumeClaimTemplates, err = adoption.MergeVolumeClaimTemplates(sb.Spec.VolumeClaimTemplates, claim, template); err != nil {
 		return nil, err
 	}
 	created, err := c.client.AgentsV1beta1().Sandboxes(claim.Namespace).Create(ctx, sb, metav1.CreateOptions{FieldManager: FieldManager})
@@ -150,7 +90,7 @@ func (c *Controller) createSandbox(ctx context.Context, claim *extensionsv1beta1
 			return nil, getErr
 		}
 		if !objectmeta.IsControlledBy(existing, claimKind.GroupKind(), claim.UID) {
-			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
+			return nil, adoption.Refused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}
 		return existing, nil
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
@@ -99,13 +100,13 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:      "a claim error gives its own reason",
-			err:       templateNotFound(testNS, testTemplate),
+			err:       adoption.TemplateNotFound(testNS, testTemplate),
 			wantReady: cond{metav1.ConditionFalse, extensionsv1beta1.ClaimReasonTemplateNotFound, "SandboxTemplate default/python not found"},
 		},
 		{
 			name:        "a claim error wins over a Ready sandbox, which stays referenced",
 			sb:          newSandbox("sb", ready),
-			err:         invalidMetadata("bad"),
+			err:         adoption.InvalidMetadata("bad"),
 			wantReady:   cond{metav1.ConditionFalse, extensionsv1beta1.ClaimReasonInvalidMetadata, "bad"},
 			wantSandbox: extensionsv1beta1.SandboxStatus{Name: "sb"},
 		},
@@ -154,7 +155,7 @@ func TestComputeStatus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			claim := newClaim(tc.claimMods...)
-			computeStatus(claim, tc.sb, tc.err, tc.expired)
+			adoption.ComputeStatus(claim, tc.sb, tc.err, tc.expired)
 
 			r := readyOf(t, claim)
 			if got := (cond{r.Status, r.Reason, r.Message}); got != tc.wantReady {
@@ -205,11 +206,11 @@ func TestComputeStatusKeepsTransitionTime(t *testing.T) {
 		Type: "Ready", Status: metav1.ConditionFalse, Reason: extensionsv1beta1.ClaimReasonSandboxNotReady,
 		Message: "Sandbox sb reports no readiness yet", ObservedGeneration: testGen, LastTransitionTime: old,
 	}}}))
-	computeStatus(claim, newSandbox("sb"), nil, false)
+	adoption.ComputeStatus(claim, newSandbox("sb"), nil, false)
 	if r := readyOf(t, claim); !r.LastTransitionTime.Equal(&old) {
 		t.Errorf("unchanged Ready moved its transition time to %v", r.LastTransitionTime)
 	}
-	computeStatus(claim, newSandbox("sb", sandboxReady(metav1.ConditionTrue, "DependenciesReady", "ok")), nil, false)
+	adoption.ComputeStatus(claim, newSandbox("sb", sandboxReady(metav1.ConditionTrue, "DependenciesReady", "ok")), nil, false)
 	if r := readyOf(t, claim); r.LastTransitionTime.Equal(&old) {
 		t.Errorf("Ready turned True but kept the old transition time")
 	}
@@ -294,7 +295,7 @@ func (f *fixture) applyWrites() {
 func (f *fixture) claimedSandbox(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox) *agentsv1beta1.Sandbox {
 	f.t.Helper()
 	sb = sb.DeepCopy()
-	want, err := desiredPodMetadata(claim, newTemplate(), nil)
+	want, err := adoption.DesiredPodMetadata(claim, newTemplate(), nil)
 	f.must(err)
 	sb.Spec.PodTemplate.ObjectMeta = want
 	return sb
@@ -397,7 +398,7 @@ func TestTimeLeft(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expired, left := timeLeft(testNow, newClaim(tc.mods...))
+			expired, left := adoption.TimeLeft(testNow, newClaim(tc.mods...))
 			if expired != tc.wantExpired || left != tc.wantLeft {
 				t.Errorf("timeLeft = %v, %v; want %v, %v", expired, left, tc.wantExpired, tc.wantLeft)
 			}

@@ -6,7 +6,6 @@ package sandboxclaim
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -16,15 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 const finalizer = extensionsv1beta1.ClaimSandboxFinalizer
@@ -55,7 +53,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	claim := cached.DeepCopy()
 	now := c.now()
-	expired, _ := timeLeft(now, claim)
+	expired, _ := adoption.TimeLeft(now, claim)
 	if expired && shutdownPolicy(claim) != extensionsv1beta1.ShutdownPolicyRetain {
 		c.events.Event(claim, corev1.EventTypeNormal, "ClaimExpired", "Claim expired; deleting it and its sandbox")
 		err := c.client.ExtensionsV1beta1().SandboxClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
@@ -73,35 +71,35 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.loop.Queue.AddAfter(key, sandboxCacheRetry)
 		return nil
 	}
-	if want, ok := sandboxNameLabel(claim, sb, syncErr, expired); ok {
+	if want, ok := adoption.SandboxNameLabel(claim, sb, syncErr, expired); ok {
 		if err := c.setSandboxNameLabel(ctx, claim, want); err != nil {
 			// A conflict: the newer claim is on its way and brings this sync back.
 			return ignoreGone(err)
 		}
 	}
-	computeStatus(claim, sb, syncErr, expired)
+	adoption.ComputeStatus(claim, sb, syncErr, expired)
 	written, statusErr := c.writeStatus(ctx, claim, cached)
 	if written && !meta.IsStatusConditionTrue(cached.Status.Conditions, sandboxReadyKey) && meta.IsStatusConditionTrue(claim.Status.Conditions, sandboxReadyKey) {
 		// Observed once per claim: only the write that first made it Ready counts, the one that
 		// takes its firstSight mark. A claim Ready again later (its pod restarted) has no mark left:
 		// that is not a startup, and its age would be taken for one.
 		if observedAt, first := c.firstObservedAt.LoadAndDelete(claim.UID); first {
-			observeReady(claim, sb, observedAt.(time.Time))
+			warm.ObserveReady(claim, sb, observedAt.(time.Time))
 		}
 	}
 
 	if !expired {
 		// Look again at expiry, counted with the Finished condition as just mirrored: it may have
 		// started the TTL, or even ended it already.
-		if expiredNow, left := timeLeft(now, claim); expiredNow {
+		if expiredNow, left := adoption.TimeLeft(now, claim); expiredNow {
 			c.loop.Queue.Add(key)
 		} else if left > 0 {
 			c.loop.Queue.AddAfter(key, left)
 		}
 	}
 
-	var ce *claimError
-	if errors.As(syncErr, &ce) && !ce.retry {
+	var ce *adoption.ClaimError
+	if errors.As(syncErr, &ce) && !ce.Retry {
 		// Reported in the Ready condition; only a change of the claim or template can fix it.
 		syncErr = nil
 	}
@@ -128,18 +126,18 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		return c.syncPodMetadata(ctx, claim, template, sb)
 	}
 	if template != nil {
-		if _, err := desiredPodMetadata(claim, template, nil); err != nil {
+		if _, err := adoption.DesiredPodMetadata(claim, template, nil); err != nil {
 			return nil, err
 		}
 	}
-	policy := warmPoolPolicy(claim)
+	policy := adoption.WarmPoolPolicy(claim)
 	// The sandbox goes on with the trace its claim's creator recorded.
 	ctx, traceContext, span := tracecontext.Start(ctx, c.tracer, claim.Annotations, "SandboxClaim.provision")
 	defer span.End()
 	// Volume claim templates of the claim's own force a cold start: a warm member's volumes exist.
 	if policy != extensionsv1beta1.WarmPoolPolicyNone && len(claim.Spec.VolumeClaimTemplates) == 0 {
 		if len(claim.Spec.Env) > 0 {
-			return nil, claimRefused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
+			return nil, adoption.Refused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
 		}
 		sb, err := c.adopt(ctx, claim, template, policy, traceContext)
 		if sb != nil || err != nil {
@@ -147,7 +145,7 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 		}
 	}
 	if template == nil {
-		return nil, templateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
+		return nil, adoption.TemplateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
 	}
 	return c.createSandbox(ctx, claim, template, traceContext)
 }
@@ -194,58 +192,26 @@ func (c *Controller) findSandbox(ctx context.Context, claim *extensionsv1beta1.S
 		return nil, err
 	}
 	if !objectmeta.IsControlledBy(sb, claimKind.GroupKind(), claim.UID) {
-		if poolRef(sb) == nil {
-			return nil, claimRefused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
+		if adoption.PoolRef(sb) == nil {
+			return nil, adoption.Refused("a Sandbox named %s exists and is not controlled by this claim", sb.Name)
 		}
 		// A warm member that happens to carry the claim's name: not ours, make no cold one either.
-		return nil, claimRefused("a Sandbox named %s exists and belongs to a warm pool", sb.Name)
+		return nil, adoption.Refused("a Sandbox named %s exists and belongs to a warm pool", sb.Name)
 	}
 	return sb, nil
-}
-
-// sandboxNameLabel is the value the claim's sandbox-name label should have ("" for none) and
-// whether it differs from the one it has: the name of the sandbox the claim controls while it is
-// active, so that users can select a claim by its sandbox. A name longer than a label value may be
-// is not recorded. After a failed sync the label is left as it is.
-func sandboxNameLabel(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, syncErr error, expired bool) (string, bool) {
-	want := ""
-	switch {
-	case sb != nil && !expired && metav1.IsControlledBy(sb, claim):
-		if len(validation.IsValidLabelValue(sb.Name)) == 0 {
-			want = sb.Name
-		}
-	case syncErr != nil:
-		return "", false
-	}
-	return want, claim.Labels[extensionsv1beta1.ClaimSandboxNameLabel] != want
 }
 
 // setSandboxNameLabel writes the claim's sandbox-name label (removes it when name is empty) and
 // takes the written metadata into claim, so that its status write follows without a conflict.
 func (c *Controller) setSandboxNameLabel(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, name string) error {
 	labelled := claim.DeepCopy()
-	labelled.Labels = withSandboxNameLabel(labelled.Labels, name)
+	labelled.Labels = adoption.WithSandboxNameLabel(labelled.Labels, name)
 	out, err := c.client.ExtensionsV1beta1().SandboxClaims(claim.Namespace).Update(ctx, labelled, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return err
 	}
 	claim.ObjectMeta = out.ObjectMeta
 	return nil
-}
-
-// withSandboxNameLabel returns a copy of labels with the sandbox-name label set to name, or
-// removed when name is empty.
-func withSandboxNameLabel(labels map[string]string, name string) map[string]string {
-	labels = maps.Clone(labels)
-	if name == "" {
-		delete(labels, extensionsv1beta1.ClaimSandboxNameLabel)
-		return labels
-	}
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[extensionsv1beta1.ClaimSandboxNameLabel] = name
-	return labels
 }
 
 // errSandboxCacheBehind says the claim names a sandbox the cache does not show as the claim's,
@@ -293,7 +259,7 @@ func (c *Controller) waitForSandboxCache(claim *extensionsv1beta1.SandboxClaim) 
 
 // syncPodMetadata pushes the claim's pod metadata to its sandbox when it drifted.
 func (c *Controller) syncPodMetadata(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, sb *agentsv1beta1.Sandbox) (*agentsv1beta1.Sandbox, error) {
-	want, err := desiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
+	want, err := adoption.DesiredPodMetadata(claim, template, &sb.Spec.PodTemplate.ObjectMeta)
 	if err != nil {
 		return sb, err
 	}
@@ -399,92 +365,6 @@ func (c *Controller) setFinalizer(ctx context.Context, claim *extensionsv1beta1.
 	return ignoreGone(err)
 }
 
-// computeStatus sets the claim's sandbox reference, Ready and Finished from the sandbox.
-func computeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, err error, expired bool) {
-	st := &claim.Status
-	st.SandboxStatus = extensionsv1beta1.SandboxStatus{}
-	if sb != nil && !expired {
-		st.SandboxStatus.Name = sb.Name
-		st.SandboxStatus.PodIPs = slices.Clone(sb.Status.PodIPs)
-	}
-	ready := metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse, ObservedGeneration: claim.Generation}
-	var ce *claimError
-	var sbReady *metav1.Condition
-	if sb != nil {
-		sbReady = meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey)
-	}
-	switch {
-	case errors.As(err, &ce):
-		ready.Reason, ready.Message = ce.reason, ce.msg
-	case err != nil:
-		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonReconcilerError, "Error seen: "+err.Error()
-	case expired:
-		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonClaimExpired, "Claim expired; sandbox cleanup initiated"
-	case sb == nil:
-		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxMissing, "The claim has no sandbox"
-	case sbReady == nil:
-		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox "+sb.Name+" reports no readiness yet"
-	case sbReady.Reason == agentsv1beta1.SandboxReasonExpired:
-		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxExpired, sbReady.Message
-	default:
-		ready.Status, ready.Reason, ready.Message = sbReady.Status, sbReady.Reason, sbReady.Message
-	}
-	meta.SetStatusCondition(&st.Conditions, ready)
-
-	finishedType := string(agentsv1beta1.SandboxConditionFinished)
-	switch {
-	case sb != nil:
-		if f := meta.FindStatusCondition(sb.Status.Conditions, finishedType); f != nil {
-			mirrored := *f
-			mirrored.ObservedGeneration = claim.Generation
-			meta.SetStatusCondition(&st.Conditions, mirrored)
-		} else {
-			meta.RemoveStatusCondition(&st.Conditions, finishedType)
-		}
-	case !expired:
-		meta.RemoveStatusCondition(&st.Conditions, finishedType)
-	}
-}
-
-// observeReady records the startup latencies of a claim that just became Ready; observedAt is
-// when the controller first saw the claim.
-func observeReady(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, observedAt time.Time) {
-	launch := metrics.LaunchCold
-	if sb.Annotations[agentsv1beta1.SandboxPodNameAnnotation] != "" {
-		launch = metrics.LaunchWarm
-	}
-	template := claim.Spec.TemplateRef.Name
-	metrics.ClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(claim.CreationTimestamp.Time))
-	metrics.ClaimControllerStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(observedAt))
-	if requestedAt, ok := clientRequestedAt(claim, time.Now()); ok {
-		metrics.ClientClaimStartupLatency.WithLabelValues(launch, template).Observe(metrics.SinceMillis(requestedAt))
-	}
-	if r := meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey); r != nil {
-		ms := float64(r.LastTransitionTime.Sub(sb.CreationTimestamp.Time).Microseconds()) / 1000
-		metrics.SandboxCreationLatency.WithLabelValues(sb.Namespace, launch, template).Observe(ms)
-	}
-}
-
-// clientRequestedAt is when the claim's client first asked for it, as its SDK stamped it. A claim
-// without the stamp (written by hand) is not measured; neither is one whose stamp does not parse
-// or lies in the future (a skewed clock), which is logged.
-func clientRequestedAt(claim *extensionsv1beta1.SandboxClaim, now time.Time) (time.Time, bool) {
-	stamp, ok := claim.Annotations[agentsv1beta1.ClientRequestedAtAnnotation]
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, stamp)
-	switch {
-	case err != nil:
-		klog.V(1).InfoS("Not measuring the client-seen startup: unparseable request time", "claim", klog.KObj(claim), "value", stamp, "err", err)
-		return time.Time{}, false
-	case t.After(now):
-		klog.V(1).InfoS("Not measuring the client-seen startup: request time in the future", "claim", klog.KObj(claim), "value", stamp)
-		return time.Time{}, false
-	}
-	return t, true
-}
-
 // writeStatus writes the status subresource only when it changed since the cached copy, and not
 // again while the cache has yet to show this controller's write of the same status.
 func (c *Controller) writeStatus(ctx context.Context, claim, cached *extensionsv1beta1.SandboxClaim) (bool, error) {
@@ -507,46 +387,9 @@ func ignoreGone(err error) error {
 	return err
 }
 
-func warmPoolPolicy(claim *extensionsv1beta1.SandboxClaim) extensionsv1beta1.WarmPoolPolicy {
-	if claim.Spec.WarmPool == nil {
-		return extensionsv1beta1.WarmPoolPolicyDefault
-	}
-	return *claim.Spec.WarmPool
-}
-
 func shutdownPolicy(claim *extensionsv1beta1.SandboxClaim) extensionsv1beta1.ShutdownPolicy {
 	if lc := claim.Spec.Lifecycle; lc != nil && lc.ShutdownPolicy != nil {
 		return *lc.ShutdownPolicy
 	}
 	return extensionsv1beta1.ShutdownPolicyRetain
-}
-
-// timeLeft says whether the claim has expired and otherwise how long it has left (0: no expiry).
-// It expires at shutdownTime or ttlSecondsAfterFinished after its mirrored Finished condition,
-// whichever comes first.
-func timeLeft(now time.Time, claim *extensionsv1beta1.SandboxClaim) (bool, time.Duration) {
-	lc := claim.Spec.Lifecycle
-	if lc == nil {
-		return false, 0
-	}
-	var at *time.Time
-	if lc.ShutdownTime != nil {
-		t := lc.ShutdownTime.Time
-		at = &t
-	}
-	if lc.TTLSecondsAfterFinished != nil {
-		if f := meta.FindStatusCondition(claim.Status.Conditions, string(agentsv1beta1.SandboxConditionFinished)); f != nil && f.Status == metav1.ConditionTrue {
-			t := f.LastTransitionTime.Add(time.Duration(*lc.TTLSecondsAfterFinished) * time.Second)
-			if at == nil || t.Before(*at) {
-				at = &t
-			}
-		}
-	}
-	if at == nil {
-		return false, 0
-	}
-	if !now.Before(*at) {
-		return true, 0
-	}
-	return false, at.Sub(now)
 }

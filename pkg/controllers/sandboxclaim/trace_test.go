@@ -12,18 +12,17 @@ import (
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/claimtest"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
 )
 
 const (
-	testTraceID  = "4bf92f3577b34da6a3ce929d0e0e4736"
-	testParentID = "00f067aa0ba902b7"
-	testTrace    = `{"traceparent":"00-` + testTraceID + `-` + testParentID + `-01"}`
+	testTraceID  = claimtest.TraceID
+	testParentID = claimtest.ParentID
+	testTrace    = claimtest.Trace
 )
 
-func traced(c *extensionsv1beta1.SandboxClaim) {
-	c.Annotations = map[string]string{tracecontext.Annotation: testTrace}
-}
+var traced = claimtest.Traced
 
 // TestTraceContextReachesSandbox: whichever way a claim gets its sandbox, the sandbox carries the
 // claim's trace context; with tracing on, that of the span that provisioned it, a child of the
@@ -44,14 +43,6 @@ func TestTraceContextReachesSandbox(t *testing.T) {
 			f.mustSync(testClaim)
 			return only(f.t, f.updatedSandboxes())
 		}},
-		{name: "bound at create", run: func(f *fixture, claim *extensionsv1beta1.SandboxClaim) *agentsv1beta1.Sandbox {
-			setSynced(f, true)
-			spy := &commitSpy{}
-			if ok, err := f.bind(claim, spy); !ok || err != nil {
-				f.t.Fatalf("BindAtCreate = %v, %v", ok, err)
-			}
-			return spy.calls[0].adopted
-		}},
 	}
 	for _, p := range paths {
 		for _, tracing := range []bool{false, true} {
@@ -63,7 +54,7 @@ func TestTraceContextReachesSandbox(t *testing.T) {
 				if tracing {
 					f.c.tracer = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
 				}
-				sb := p.run(f, creatingClaim(traced))
+				sb := p.run(f, newClaim(traced))
 				got := sb.Annotations[tracecontext.Annotation]
 				if !tracing {
 					if got != testTrace {

@@ -8,35 +8,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
 
-func pvcTemplate(name, size string) agentsv1beta1.PersistentVolumeClaimTemplate {
-	return agentsv1beta1.PersistentVolumeClaimTemplate{
-		EmbeddedObjectMetadata: agentsv1beta1.EmbeddedObjectMetadata{Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
-		},
-	}
-}
-
-func withVolumes(vcts ...agentsv1beta1.PersistentVolumeClaimTemplate) func(*extensionsv1beta1.SandboxClaim) {
-	return func(c *extensionsv1beta1.SandboxClaim) { c.Spec.VolumeClaimTemplates = vcts }
-}
-
-func volumePolicy(p extensionsv1beta1.VolumeClaimTemplatesPolicy, vcts ...agentsv1beta1.PersistentVolumeClaimTemplate) func(*extensionsv1beta1.SandboxTemplate) {
-	return func(t *extensionsv1beta1.SandboxTemplate) {
-		t.Spec.VolumeClaimTemplatesPolicy = p
-		t.Spec.VolumeClaimTemplates = vcts
-	}
-}
-
-// sizes lists the volume claim templates of a sandbox as name=size.
 func sizes(vcts []agentsv1beta1.PersistentVolumeClaimTemplate) []string {
 	var out []string
 	for _, v := range vcts {
@@ -91,7 +68,7 @@ func TestCreateWithVolumeClaimTemplates(t *testing.T) {
 			if updated := f.updatedSandboxes(); len(updated) != 0 {
 				t.Fatalf("adopted %s; a claim with volume claim templates is never served warm", updated[0].Name)
 			}
-			if f.c.warm.Len(testBucket) != 1 {
+			if f.chooser.Queue().Len(testBucket) != 1 {
 				t.Errorf("the waiting member left the queue")
 			}
 			created := f.createdSandboxes()

@@ -8,10 +8,11 @@
 // anywhere leaves either both objects written or neither: there is no half-bound state to repair,
 // and no moment at which the sandbox names an owner that does not exist yet.
 //
-// Which sandbox to take is the claim controller's choice (its warm queue and caches); this
-// package does the writing, as the generic registry would: the status and update strategies,
-// managed fields, the storage codec and transformer, and the same etcd keys, so the watch caches
-// and every reader see the two objects as if written through the API.
+// The member is the process's warm chooser's (pkg/warm), which the claim controller adopts from
+// too, and the claim and sandbox are derived as the controller derives them (pkg/adoption). The
+// write is done as the generic registry would do it: the registries' own status and update
+// strategies, managed fields, the storage codec and transformer, and the same etcd keys, so the
+// watch caches and every reader see the two objects as if written through the API.
 package claimbinding
 
 import (
@@ -28,6 +29,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,17 +49,24 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/tracecontext"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 // FieldManager owns, in managedFields, what binding writes: the claim's status and the adopted
 // sandbox's changes. It is the claim controller's manager, whose work this is.
 const FieldManager = "sandboxclaim-controller"
+
+// maxBindAttempts bounds the commits one create request tries in each bucket (Ready, then
+// starting); after that the claim is stored unserved and the claim controller goes on from there.
+const maxBindAttempts = 4
 
 // bindings counts what became of the creates a chooser was offered, and of each commit.
 var bindings = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -71,22 +80,13 @@ var bindings = metrics.NewCounterVec(&metrics.CounterOpts{
 
 var registerMetrics sync.Once
 
-// Chooser picks the warm sandbox for a claim being created and calls commit with the claim
-// (status set), the candidate as cached and the candidate rewritten as the claim's; commit
-// answers a Conflict when the candidate moved on, and the chooser may try another. It reports
-// whether commit stored the claim. commit only reads candidate, which may be a cached object.
-// The claim controller is the chooser in use.
-type Chooser interface {
-	BindAtCreate(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit func(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error) (bool, error)
-}
-
 // Config is what a Binder needs from the server.
 type Config struct {
 	Scheme     *runtime.Scheme
 	OptsGetter generic.RESTOptionsGetter
-	// ClaimStatusStrategy checks the status written with a claim; SandboxStrategy the adoption.
-	ClaimStatusStrategy ResetFieldsUpdateStrategy
-	SandboxStrategy     ResetFieldsUpdateStrategy
+	// Chooser picks the warm members claims are bound to; nil binds nothing (the claim controller
+	// is disabled).
+	Chooser *warm.Chooser
 	// SandboxKey is the sandbox registry's key function.
 	SandboxKey func(ctx context.Context, name string) (string, error)
 	// Controllers is the identity the binding writes as: the claim controller's work, done inside
@@ -100,8 +100,18 @@ type ResetFieldsUpdateStrategy interface {
 	rest.ResetFieldsStrategy
 }
 
-// Binder stores claims bound at create time. It binds nothing until a chooser serves it and its
-// field managers are set up.
+// Registry is what the binding writes as, from the registries once they are built: the status
+// strategy of claims, the update strategy of sandboxes, and the OpenAPI models of both groups
+// that their field managers are built from.
+type Registry struct {
+	ClaimStatus      ResetFieldsUpdateStrategy
+	Sandbox          ResetFieldsUpdateStrategy
+	AgentsModels     map[string]*spec.Schema
+	ExtensionsModels map[string]*spec.Schema
+}
+
+// Binder stores claims bound at create time. It binds nothing without a chooser, and until
+// SetRegistry has given it the registries' strategies.
 type Binder struct {
 	scheme      *runtime.Scheme
 	etcd        *clientv3.Client
@@ -109,9 +119,9 @@ type Binder struct {
 	sandboxes   resource
 	sandboxKey  func(ctx context.Context, name string) (string, error)
 	controllers *trust.ControllerIdentity
-	chooser     atomic.Pointer[Chooser]
-	// fields is set once, by SetOpenAPI, after the API groups are installed.
-	fields atomic.Pointer[fieldManagers]
+	chooser     *warm.Chooser
+	// writer is set once, by SetRegistry, after the API groups are installed.
+	writer atomic.Pointer[writer]
 }
 
 // resource is how one kind is kept in etcd.
@@ -119,12 +129,14 @@ type resource struct {
 	prefix      string
 	codec       runtime.Codec
 	transformer value.Transformer
-	strategy    ResetFieldsUpdateStrategy
 }
 
-type fieldManagers struct {
-	claimStatus *managedfields.FieldManager
-	sandbox     *managedfields.FieldManager
+// writer is how the binding writes each kind: the registry's strategy and a field manager.
+type writer struct {
+	claimStatus       ResetFieldsUpdateStrategy
+	sandbox           ResetFieldsUpdateStrategy
+	claimStatusFields *managedfields.FieldManager
+	sandboxFields     *managedfields.FieldManager
 }
 
 // New returns a Binder on the storage the registries use, with its own etcd client.
@@ -152,18 +164,19 @@ func New(c Config) (*Binder, error) {
 		etcd:        client,
 		sandboxKey:  c.SandboxKey,
 		controllers: c.Controllers,
-		claims:      newResource(claimOpts.StorageConfig, c.ClaimStatusStrategy),
-		sandboxes:   newResource(sandboxOpts.StorageConfig, c.SandboxStrategy),
+		chooser:     c.Chooser,
+		claims:      newResource(claimOpts.StorageConfig),
+		sandboxes:   newResource(sandboxOpts.StorageConfig),
 	}, nil
 }
 
-func newResource(c *storagebackend.ConfigForResource, strategy ResetFieldsUpdateStrategy) resource {
+func newResource(c *storagebackend.ConfigForResource) resource {
 	transformer := c.Transformer
 	if transformer == nil {
 		// What the etcd3 storage uses when no encryption is configured.
 		transformer = identity.NewEncryptCheckTransformer()
 	}
-	return resource{prefix: c.Prefix, codec: c.Codec, transformer: transformer, strategy: strategy}
+	return resource{prefix: c.Prefix, codec: c.Codec, transformer: transformer}
 }
 
 // newEtcdClient connects to the etcd of t as the registries' storage does.
@@ -176,21 +189,21 @@ func newEtcdClient(t storagebackend.TransportConfig) (*clientv3.Client, error) {
 	return clientv3.New(cfg)
 }
 
-// SetOpenAPI builds the field managers from the OpenAPI models of both groups, as the API
-// handlers have them.
-func (b *Binder) SetOpenAPI(agentsModels, extensionsModels map[string]*spec.Schema) error {
+// SetRegistry gives the binder the registries' strategies and builds its field managers from the
+// OpenAPI models of both groups, as the API handlers have them.
+func (b *Binder) SetRegistry(r Registry) error {
 	if b.etcd == nil {
 		return nil // binds nothing
 	}
-	claimStatus, err := b.fieldManager(extensionsModels, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim"), "status", b.claims.strategy)
+	claimStatusFields, err := b.fieldManager(r.ExtensionsModels, extensionsv1beta1.SchemeGroupVersion.WithKind("SandboxClaim"), "status", r.ClaimStatus)
 	if err != nil {
 		return fmt.Errorf("claim status field manager: %w", err)
 	}
-	sandbox, err := b.fieldManager(agentsModels, agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox"), "", b.sandboxes.strategy)
+	sandboxFields, err := b.fieldManager(r.AgentsModels, agentsv1beta1.SchemeGroupVersion.WithKind("Sandbox"), "", r.Sandbox)
 	if err != nil {
 		return fmt.Errorf("sandbox field manager: %w", err)
 	}
-	b.fields.Store(&fieldManagers{claimStatus: claimStatus, sandbox: sandbox})
+	b.writer.Store(&writer{claimStatus: r.ClaimStatus, sandbox: r.Sandbox, claimStatusFields: claimStatusFields, sandboxFields: sandboxFields})
 	return nil
 }
 
@@ -201,12 +214,6 @@ func (b *Binder) fieldManager(models map[string]*spec.Schema, kind schema.GroupV
 	}
 	hub := schema.GroupVersion{Group: kind.Group, Version: runtime.APIVersionInternal}
 	return managedfields.NewDefaultFieldManager(converter, runtime.UnsafeObjectConvertor(b.scheme), b.scheme, b.scheme, kind, hub, subresource, fieldpath.NewExcludeFilterSetMap(strategy.GetResetFields()))
-}
-
-// Serve makes c the chooser of claims created from now on, until stop is called.
-func (b *Binder) Serve(c Chooser) (stop func()) {
-	b.chooser.Store(&c)
-	return func() { b.chooser.CompareAndSwap(&c, nil) }
 }
 
 // OneEtcd reports whether claims and sandboxes are kept in one etcd cluster: only then are claims
@@ -267,19 +274,19 @@ type unbindableError struct{ err error }
 func (e *unbindableError) Error() string { return "preparing the binding: " + e.err.Error() }
 func (e *unbindableError) Unwrap() error { return e.err }
 
-// bind offers claim to the chooser, if one serves (offered), and reports whether it was stored
-// bound.
+// bind offers claim the chooser's members, when the binder has a chooser (offered), and reports
+// whether it was stored bound.
 func (b *Binder) bind(ctx context.Context, key string, claim *extensions.SandboxClaim, out runtime.Object) (offered, bound bool, err error) {
-	chooser, fields := b.chooser.Load(), b.fields.Load()
-	if chooser == nil || fields == nil || b.etcd == nil {
+	w := b.writer.Load()
+	if b.chooser == nil || w == nil || b.etcd == nil {
 		return false, false, nil
 	}
 	versioned := &extensionsv1beta1.SandboxClaim{}
 	if err := b.scheme.Convert(claim, versioned, nil); err != nil {
 		return true, false, &unbindableError{err}
 	}
-	bound, err = (*chooser).BindAtCreate(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
-		err := b.commit(ctx, fields, key, claim, served, candidate, adopted, out)
+	bound, err = b.bindWith(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
+		err := b.commit(ctx, w, key, claim, served, candidate, adopted, out)
 		if apierrors.IsConflict(err) {
 			bindings.WithLabelValues("conflict").Inc()
 		}
@@ -288,10 +295,91 @@ func (b *Binder) bind(ctx context.Context, key string, claim *extensions.Sandbox
 	return true, bound, err
 }
 
+// commitFunc stores claim, with its status and label as served, and the candidate rewritten as
+// adopted, atomically; it answers a Conflict when the candidate is no longer the version cached.
+// It only reads candidate, which is a cached object.
+type commitFunc func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error
+
+// bindWith serves a claim being created from a warm pool, so that it is stored already adopting
+// its sandbox and Ready: one write and no round trip through the claim controller's queue. It
+// takes the chooser's candidates as the controller's adoption does and hands commit the claim
+// with its status, the candidate as cached and the candidate rewritten as the claim's; on a
+// Conflict the next candidate is tried.
+//
+// It reports false, storing nothing, when the claim is not a plain warm claim (no pool allowed,
+// env to inject, volume claim templates of its own, expired already, metadata the controller
+// will refuse) or no candidate is left: the claim is then created as it is and reconciled as any
+// other.
+func (b *Binder) bindWith(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, commit commitFunc) (bool, error) {
+	chooser := b.chooser
+	start := chooser.Now()
+	if !chooser.WaitSynced(ctx) {
+		return false, nil
+	}
+	policy := adoption.WarmPoolPolicy(claim)
+	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0 {
+		return false, nil
+	}
+	if expired, _ := adoption.TimeLeft(start, claim); expired {
+		return false, nil
+	}
+	template, err := chooser.Templates().SandboxTemplates(claim.Namespace).Get(claim.Spec.TemplateRef.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		template = nil
+	case err != nil:
+		return false, nil
+	}
+	if template != nil {
+		if _, err := adoption.DesiredPodMetadata(claim, template, nil); err != nil {
+			return false, nil
+		}
+	}
+
+	// A Ready member first: the claim is stored Ready with its sandbox, and its creator has a
+	// running pod when the create returns. When none is left, the oldest member still starting,
+	// as the controller's adoption would give it: the claim is stored bound to it, Ready=False,
+	// and the controller marks it Ready with the pod. That spares such a claim the controller's
+	// adoption, label and status writes (three writes more, in a row), which a drained pool under
+	// a steady stream of claims paid for every claim.
+	logger := klog.FromContext(ctx)
+	ctx, traceContext, span := tracecontext.Start(ctx, chooser.Tracer(), claim.Annotations, "SandboxClaim.bind")
+	defer span.End()
+	unmergeable := false
+	try := func(key string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+		adopted, err := adoption.AdoptedSandbox(claim, template, candidate, traceContext)
+		if err != nil {
+			unmergeable = true
+			return false, err
+		}
+		served := adoption.ServedClaim(claim, adopted)
+		err = commit(ctx, served, candidate, adopted)
+		if apierrors.IsConflict(err) {
+			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		chooser.RecordAdoption(served, candidate, adopted)
+		if meta.IsStatusConditionTrue(served.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)) {
+			warm.ObserveReady(served, adopted, start)
+		}
+		return false, nil
+	}
+	bound, err := chooser.Offer(claim, policy, maxBindAttempts, try)
+	if unmergeable {
+		// The claim's pod metadata does not merge with the member's: stored unbound, for the
+		// controller to report.
+		return false, nil
+	}
+	return bound, err
+}
+
 // commit writes the claim, with the status of served, and the adopted sandbox in one transaction
 // conditional on the candidate's revision and the claim's absence, and decodes the stored claim
 // into out.
-func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey string, created *extensions.SandboxClaim, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox, out runtime.Object) error {
+func (b *Binder) commit(ctx context.Context, w *writer, claimKey string, created *extensions.SandboxClaim, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox, out runtime.Object) error {
 	ctx = b.controllers.WithUser(genericapirequest.WithNamespace(ctx, created.Namespace))
 
 	withStatus := &extensions.SandboxClaim{}
@@ -302,13 +390,13 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	claim.Status = withStatus.Status
 	// The served claim also carries the label naming its sandbox, written by the controller.
 	claim.Labels = withStatus.Labels
-	claimObj := fields.claimStatus.UpdateNoErrors(created, claim, FieldManager)
+	claimObj := w.claimStatusFields.UpdateNoErrors(created, claim, FieldManager)
 	// The status strategy's checks, as for a status write. They compare metadata as for a stored
 	// claim, which this one is not yet: both sides get the same stand-in resourceVersion.
-	b.claims.strategy.PrepareForUpdate(ctx, claimObj, created)
+	w.claimStatus.PrepareForUpdate(ctx, claimObj, created)
 	before, after := created.DeepCopy(), claimObj.DeepCopyObject().(*extensions.SandboxClaim)
 	before.ResourceVersion, after.ResourceVersion = "1", "1"
-	if errs := b.claims.strategy.ValidateUpdate(ctx, after, before); len(errs) > 0 {
+	if errs := w.claimStatus.ValidateUpdate(ctx, after, before); len(errs) > 0 {
 		return &unbindableError{apierrors.NewInvalid(extensions.Kind("SandboxClaim"), created.Name, errs)}
 	}
 	// A status write keeps the labels it was given; this write is also the controller's labelling,
@@ -325,8 +413,8 @@ func (b *Binder) commit(ctx context.Context, fields *fieldManagers, claimKey str
 	if err := b.scheme.Convert(adopted, newSandbox, nil); err != nil {
 		return &unbindableError{err}
 	}
-	sandboxObj := fields.sandbox.UpdateNoErrors(oldSandbox, newSandbox, FieldManager)
-	if err := rest.BeforeUpdate(b.sandboxes.strategy, ctx, sandboxObj, oldSandbox); err != nil {
+	sandboxObj := w.sandboxFields.UpdateNoErrors(oldSandbox, newSandbox, FieldManager)
+	if err := rest.BeforeUpdate(w.sandbox, ctx, sandboxObj, oldSandbox); err != nil {
 		return &unbindableError{err}
 	}
 	carryObservedGeneration(oldSandbox, sandboxObj.(*agents.Sandbox))

@@ -5,6 +5,7 @@ package claimbinding
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,9 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
-	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
-	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 )
 
 // splitEtcd keeps each resource in the etcd cluster its map names.
@@ -25,14 +24,6 @@ func (s splitEtcd) GetRESTOptions(resource schema.GroupResource, _ runtime.Objec
 	config := storagebackend.NewDefaultConfig("/registry", nil)
 	config.Transport.ServerList = s[resource.Resource]
 	return generic.RESTOptions{StorageConfig: config.ForResource(resource)}, nil
-}
-
-// countingChooser counts the claims it is offered and binds none.
-type countingChooser struct{ offered int }
-
-func (c *countingChooser) BindAtCreate(context.Context, *extensionsv1beta1.SandboxClaim, func(context.Context, *extensionsv1beta1.SandboxClaim, *agentsv1beta1.Sandbox, *agentsv1beta1.Sandbox) error) (bool, error) {
-	c.offered++
-	return false, nil
 }
 
 // recordingStorage records the creates that reach the storage under the binder.
@@ -47,10 +38,12 @@ func (r *recordingStorage) Create(_ context.Context, key string, _, _ runtime.Ob
 }
 
 // TestSplitEtcdBindsNothing: with claims and sandboxes in different etcd clusters no transaction
-// can hold both, so the binder connects nowhere, never asks its chooser, and every claim is
-// stored as it is.
+// can hold both, so the binder connects nowhere, takes no member from its chooser, and every claim
+// is stored as it is.
 func TestSplitEtcdBindsNothing(t *testing.T) {
-	b, err := New(Config{OptsGetter: splitEtcd{
+	f := newBindFixture(t, newTemplate(), warmMember("m1", testPool))
+	f.warm(warmMember("m1", testPool))
+	b, err := New(Config{Chooser: f.chooser, OptsGetter: splitEtcd{
 		"sandboxclaims": {"http://127.0.0.1:1"},
 		"sandboxes":     {"http://127.0.0.1:2"},
 	}})
@@ -60,19 +53,17 @@ func TestSplitEtcdBindsNothing(t *testing.T) {
 	if b.etcd != nil {
 		t.Fatal("the binder made an etcd client for split clusters")
 	}
-	if err := b.SetOpenAPI(nil, nil); err != nil {
-		t.Fatalf("SetOpenAPI: %v", err)
+	if err := b.SetRegistry(Registry{}); err != nil {
+		t.Fatalf("SetRegistry: %v", err)
 	}
-	chooser := &countingChooser{}
-	defer b.Serve(chooser)()
 	under := &recordingStorage{}
 	claim := &extensions.SandboxClaim{}
 	claim.Name, claim.Namespace = "c", "ns"
 	if err := b.WrapClaimStorage(under).Create(context.Background(), "/claims/ns/c", claim, &extensions.SandboxClaim{}, 0); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if chooser.offered != 0 {
-		t.Errorf("the chooser was offered %d claims, want none", chooser.offered)
+	if got := f.queued(); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("members queued = %q, want m1 untouched", got)
 	}
 	if len(under.created) != 1 {
 		t.Errorf("creates stored as they are: %v, want the claim's", under.created)

@@ -66,3 +66,18 @@ func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	return r.store.ConvertToTable(ctx, object, tableOptions)
 }
+
+// UpdateStrategy is the status strategy the subresource writes under.
+func (r *StatusREST) UpdateStrategy() StatusStrategy { return UpdateStrategyOf(r.store) }
+
+// UpdateStrategyOf is the strategy store writes updates under, with the fields they leave alone:
+// what another writer of the kind's objects (the create-time claim binding) checks its writes
+// with, so that they obey the same rules as the registry's.
+func UpdateStrategyOf(store *genericregistry.Store) StatusStrategy {
+	return storeStrategy{store.UpdateStrategy, store.ResetFieldsStrategy}
+}
+
+type storeStrategy struct {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}

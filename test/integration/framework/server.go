@@ -11,17 +11,20 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
-	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
 // startTimeout bounds how long a server may take to become ready.
@@ -38,9 +41,9 @@ type Server struct {
 	// client whose writes may carry warm-pool, template and claim marks.
 	ControllerConfig *rest.Config
 	ControllerClient *versioned.Clientset
-	// ClaimBinder binds claims at create time for the chooser a test gives it (no controller
-	// runs here).
-	ClaimBinder *claimbinding.Binder
+	// WarmChooser picks the warm members claims are bound to at create time; nil unless the
+	// server was started by StartNonLeader.
+	WarmChooser *warm.Chooser
 	// Waker is the server's Waker, as the proxy subresources call it.
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from the server's registries, as the controllers' caches do.
@@ -56,6 +59,29 @@ type Server struct {
 func StartServer(t testing.TB, dataDir string) *Server {
 	t.Helper()
 	return StartServerWith(t, dataDir, nil)
+}
+
+// StartNonLeader starts a server as a replica that never leads: its controllers are enabled,
+// but its cluster is an address nothing listens on, so leader election never succeeds and no
+// controller runs, while the warm chooser every replica keeps binds claims at create time.
+func StartNonLeader(t testing.TB, dataDir string) *Server {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback: connections are refused at once.
+	const unreachable = `apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+users: [{name: none, user: {}}]
+current-context: none
+`
+	if err := os.WriteFile(kubeconfig, []byte(unreachable), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return StartServerWith(t, dataDir, func(o *server.Options) {
+		o.RecommendedOptions.CoreAPI = genericoptions.NewCoreAPIOptions()
+		o.RecommendedOptions.CoreAPI.CoreAPIKubeconfigPath = kubeconfig
+	})
 }
 
 // StartServerWith is StartServer with the options changed by modify (when not nil) before the
@@ -89,7 +115,7 @@ func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options))
 	done := make(chan error, 1)
 	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
 
-	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, ClaimBinder: srv.ClaimBinder, Waker: srv.Waker, Ours: srv.Ours}
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, WarmChooser: srv.WarmChooser, Waker: srv.Waker, Ours: srv.Ours}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	stopped := false
 	s.stop = func() {

@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package sandboxclaim
+package adoption
 
 import (
 	"errors"
@@ -159,24 +159,24 @@ func TestInjectEnv(t *testing.T) {
 			}
 			before := *spec.DeepCopy()
 			template := &extensionsv1beta1.SandboxTemplate{Spec: extensionsv1beta1.SandboxTemplateSpec{EnvVarsInjectionPolicy: tc.policy, EnvVarsInjectionContainers: tc.open}}
-			err := injectEnv(&spec, tc.env, template)
+			err := InjectEnv(&spec, tc.env, template)
 			if tc.wantErr != nil {
 				if err == nil {
-					t.Fatalf("injectEnv succeeded, want an error with %q; spec %+v", tc.wantErr, spec)
+					t.Fatalf("InjectEnv succeeded, want an error with %q; spec %+v", tc.wantErr, spec)
 				}
 				for _, s := range tc.wantErr {
 					if !strings.Contains(err.Error(), s) {
 						t.Errorf("error %q does not contain %q", err, s)
 					}
 				}
-				var ce *claimError
-				if !errors.As(err, &ce) || ce.reason != extensionsv1beta1.ClaimReasonReconcilerError || ce.retry {
+				var ce *ClaimError
+				if !errors.As(err, &ce) || ce.Reason != extensionsv1beta1.ClaimReasonReconcilerError || ce.Retry {
 					t.Errorf("error %#v is not a non-retried ReconcilerError claimError", err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("injectEnv: %v", err)
+				t.Fatalf("InjectEnv: %v", err)
 			}
 			got := want{setup: spec.InitContainers[0].Env}
 			if len(spec.Containers) > 0 {
@@ -350,13 +350,13 @@ func TestDesiredPodMetadata(t *testing.T) {
 			if tc.current != nil {
 				curBefore = tc.current.DeepCopy()
 			}
-			got, err := desiredPodMetadata(claim, tc.template, tc.current)
+			got, err := DesiredPodMetadata(claim, tc.template, tc.current)
 			if tc.wantError != nil {
 				if err == nil {
-					t.Fatalf("desiredPodMetadata = %+v, want an error", got)
+					t.Fatalf("DesiredPodMetadata = %+v, want an error", got)
 				}
-				var ce *claimError
-				if !errors.As(err, &ce) || ce.reason != extensionsv1beta1.ClaimReasonInvalidMetadata || ce.retry {
+				var ce *ClaimError
+				if !errors.As(err, &ce) || ce.Reason != extensionsv1beta1.ClaimReasonInvalidMetadata || ce.Retry {
 					t.Errorf("error %#v is not a non-retried InvalidMetadata claimError", err)
 				}
 				for _, s := range tc.wantError {
@@ -366,10 +366,10 @@ func TestDesiredPodMetadata(t *testing.T) {
 				}
 			} else {
 				if err != nil {
-					t.Fatalf("desiredPodMetadata: %v", err)
+					t.Fatalf("DesiredPodMetadata: %v", err)
 				}
 				if !apiequality.Semantic.DeepEqual(got, tc.want) {
-					t.Errorf("desiredPodMetadata =\n  %+v\nwant\n  %+v", got, tc.want)
+					t.Errorf("DesiredPodMetadata =\n  %+v\nwant\n  %+v", got, tc.want)
 				}
 			}
 			if tc.template != nil && !apiequality.Semantic.DeepEqual(tc.template, tmplBefore) {

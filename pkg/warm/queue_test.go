@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package warmqueue
+package warm
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ func TestQueue(t *testing.T) {
 	b := Bucket{Namespace: "ns", TemplateRefHash: "bbbb"}
 	other := Bucket{Namespace: "other", TemplateRefHash: "aaaa"}
 
-	q := New()
+	q := NewQueue()
 	q.Add(a, "ns/1")
 	q.Add(a, "ns/2")
 	q.Add(a, "ns/1") // already queued: keeps its place
@@ -52,7 +52,7 @@ func TestQueue(t *testing.T) {
 // Concurrent pops hand out every key exactly once.
 func TestQueueConcurrentPopsAreExclusive(t *testing.T) {
 	bkt := Bucket{Namespace: "ns", TemplateRefHash: "h"}
-	q := New()
+	q := NewQueue()
 	const n = 1000
 	for i := range n {
 		q.Add(bkt, fmt.Sprintf("ns/%d", i))

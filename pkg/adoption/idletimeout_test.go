@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package sandboxclaim
+package adoption
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ func TestIdleTimeout(t *testing.T) {
 		{"no template at hand: the sandbox's own", claim(nil), nil, d(time.Hour), d(time.Hour)},
 	}
 	for _, tc := range cases {
-		got := idleTimeout(tc.claim, tc.template, tc.has)
+		got := IdleTimeout(tc.claim, tc.template, tc.has)
 		if (got == nil) != (tc.want == nil) || (got != nil && got.Duration != tc.want.Duration) {
 			t.Errorf("%s: idleTimeout = %v, want %v", tc.name, got, tc.want)
 		}

@@ -1,11 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package warmqueue keeps the warm sandboxes claims may adopt, in first-ready-first-out order per
-// bucket (a namespace and template). Popping takes a key out, so two workers of this process never
-// try the same sandbox at once; the adoption write itself (with the sandbox's resourceVersion) is
-// what makes a sandbox go to one claim only, whatever races across processes.
-package warmqueue
+package warm
 
 import (
 	"container/list"
@@ -27,7 +23,10 @@ func (b Bucket) StartingBucket() Bucket {
 	return b
 }
 
-// Queue is a set of sandbox keys per bucket, kept in the order they were added.
+// Queue is a set of sandbox keys per bucket, kept in the order they were added: first ready,
+// first out. Popping takes a key out, so two adoptions in this process never try the same
+// sandbox at once; the adoption write itself is what makes a sandbox go to one claim only,
+// whatever races across processes.
 type Queue struct {
 	mu      sync.Mutex
 	buckets map[Bucket]*list.List
@@ -39,8 +38,8 @@ type entry struct {
 	elem   *list.Element
 }
 
-// New returns an empty queue.
-func New() *Queue {
+// NewQueue returns an empty queue.
+func NewQueue() *Queue {
 	return &Queue{buckets: map[Bucket]*list.List{}, index: map[string]entry{}}
 }
 

@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package sandboxclaim
+package claimbinding
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,35 +16,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/claimtest"
 )
 
-// ---- BindAtCreate fixtures ----
+// ---- binding fixtures ----
 
-// newBindFixture is a fixture whose caches count as synced: the informers of newFixture never
-// start, so their HasSynced stays false and BindAtCreate would refuse every claim.
-func newBindFixture(t *testing.T, objs ...runtime.Object) *fixture {
-	t.Helper()
-	f := newFixture(t, objs...)
-	setSynced(f, true)
-	return f
-}
-
-// setSynced makes the controller's caches report synced, or one of them not.
-func setSynced(f *fixture, synced bool) {
-	f.c.synced = []cache.InformerSynced{func() bool { return true }, func() bool { return synced }, func() bool { return true }}
-}
-
-// creatingClaim is a claim as the registry hands it to BindAtCreate: UID, generation, creation
+// creatingClaim is a claim as the registry hands it to the binder: UID, generation, creation
 // time and finalizer set, not stored yet (no resourceVersion) and no status.
 func creatingClaim(mods ...func(*extensionsv1beta1.SandboxClaim)) *extensionsv1beta1.SandboxClaim {
 	return newClaim(append([]func(*extensionsv1beta1.SandboxClaim){func(c *extensionsv1beta1.SandboxClaim) {
@@ -84,21 +68,21 @@ func (s *commitSpy) candidates() []string {
 }
 
 func (f *fixture) bind(claim *extensionsv1beta1.SandboxClaim, spy *commitSpy) (bool, error) {
-	return f.c.BindAtCreate(context.Background(), claim, spy.commit)
+	return f.b.bindWith(context.Background(), claim, spy.commit)
 }
 
 // queued are the names waiting in the test bucket, in order; the queue is left as it was.
 func (f *fixture) queued() []string {
 	var keys, out []string
 	for {
-		k, ok := f.c.warm.Pop(testBucket, nil)
+		k, ok := f.chooser.Queue().Pop(testBucket, nil)
 		if !ok {
 			break
 		}
 		keys = append(keys, k)
 	}
 	for _, k := range keys {
-		f.c.warm.Add(testBucket, k)
+		f.chooser.Queue().Add(testBucket, k)
 		out = append(out, strings.TrimPrefix(k, testNS+"/"))
 	}
 	return out
@@ -111,14 +95,7 @@ func warmCreations(t *testing.T, pool string) float64 {
 }
 
 // claimCreations is the count of claim creations with the given labels, by their seed names.
-func claimCreations(t *testing.T, launch, pool, podCondition string) float64 {
-	t.Helper()
-	v, err := testutil.GetCounterMetricValue(metrics.ClaimCreations.WithLabelValues(testNS, testTemplate, launch, pool, podCondition))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+var claimCreations = claimtest.ClaimCreations
 
 // warmStartups is the number of warm claim startup latencies observed.
 func warmStartups(t *testing.T) uint64 {
@@ -132,10 +109,10 @@ func warmStartups(t *testing.T) uint64 {
 
 // ---- tests ----
 
-// TestBindAtCreatePlainClaim: a plain claim and one Ready member: commit is called once with the
+// TestBindPlainClaim: a plain claim and one Ready member: commit is called once with the
 // claim Ready on the member and the member rewritten as the claim's; nothing is written by the
 // controller itself, the cache is untouched, the adoption is recorded.
-func TestBindAtCreatePlainClaim(t *testing.T) {
+func TestBindPlainClaim(t *testing.T) {
 	metrics.Register()
 	member := warmMember("fast-pool-abcde", testPool, withRV("42"), withPodIPs("10.0.0.9", "fd00::9"))
 	f := newBindFixture(t, newTemplate(), member)
@@ -147,7 +124,7 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 	spy := &commitSpy{}
 	ok, err := f.bind(claim, spy)
 	if !ok || err != nil {
-		t.Fatalf("BindAtCreate = %v, %v; want true, nil", ok, err)
+		t.Fatalf("bindWith = %v, %v; want true, nil", ok, err)
 	}
 	if len(spy.calls) != 1 {
 		t.Fatalf("commit called %d times (%q), want once", len(spy.calls), spy.candidates())
@@ -201,15 +178,12 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 	}
 
 	if !apiequality.Semantic.DeepEqual(claim, given) {
-		t.Errorf("BindAtCreate changed the claim it was given: %+v", claim)
+		t.Errorf("bindWith changed the claim it was given: %+v", claim)
 	}
-	cached, err := f.c.sandboxes.Sandboxes(testNS).Get(member.Name)
+	cached, err := f.inf.Agents().V1beta1().Sandboxes().Lister().Sandboxes(testNS).Get(member.Name)
 	f.must(err)
 	if !apiequality.Semantic.DeepEqual(cached, member) {
 		t.Errorf("the cached member changed: %+v", cached)
-	}
-	if w := f.writes(); len(w) != 0 {
-		t.Errorf("the controller wrote %q itself; commit is the only write", w)
 	}
 	events := f.events()
 	if len(events) != 1 || !strings.HasPrefix(events[0], "Normal SandboxAdopted ") ||
@@ -227,10 +201,10 @@ func TestBindAtCreatePlainClaim(t *testing.T) {
 	}
 }
 
-// TestBindAtCreateCandidates is the matrix of which claims are served and with which member. A
+// TestBindCandidates is the matrix of which claims are served and with which member. A
 // claim refused keeps every member for the next one: each refusal is followed by a plain claim,
 // which must get the member.
-func TestBindAtCreateCandidates(t *testing.T) {
+func TestBindCandidates(t *testing.T) {
 	metrics.Register()
 	const otherPool = "other-pool"
 	ready := warmMember // shorthand
@@ -245,7 +219,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 		// directly, as if they had been adoptable when queued; hidden are forced but not cached
 		// (deleted since they were queued).
 		queued, forced, hidden []*agentsv1beta1.Sandbox
-		wantBound              string // the member committed; "" when BindAtCreate reports false
+		wantBound              string // the member committed; "" when bindWith reports false
 		wantStarting           bool   // the member bound is still starting: the claim is stored not Ready
 		wantQueued             []string
 		thenPlainGets          string // after a refusal, the member a plain claim then gets
@@ -403,24 +377,27 @@ func TestBindAtCreateCandidates(t *testing.T) {
 		},
 	}
 	for _, u := range unofferable() {
-		cases = append(cases, bindCase{name: "a member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.member}})
+		cases = append(cases, bindCase{name: "a member " + u.Why + " is never offered", queued: []*agentsv1beta1.Sandbox{u.Member}})
 		// Still starting, it waits in the starting bucket, which the binding now offers too.
-		starting := u.member.DeepCopy()
-		meta.SetStatusCondition(&starting.Status.Conditions, metav1.Condition{Type: sandboxReadyKey, Status: metav1.ConditionFalse, Reason: "DependenciesNotReady"})
-		cases = append(cases, bindCase{name: "a starting member " + u.why + " is never offered", queued: []*agentsv1beta1.Sandbox{starting}})
+		starting := u.Member.DeepCopy()
+		meta.SetStatusCondition(&starting.Status.Conditions, metav1.Condition{Type: string(agentsv1beta1.SandboxConditionReady), Status: metav1.ConditionFalse, Reason: "DependenciesNotReady"})
+		cases = append(cases, bindCase{name: "a starting member " + u.Why + " is never offered", queued: []*agentsv1beta1.Sandbox{starting}})
 	}
 	for _, u := range starting() {
-		cases = append(cases, bindCase{name: "a member " + u.why + " is bound when no Ready one is left",
-			queued: []*agentsv1beta1.Sandbox{u.member}, wantBound: "m1", wantStarting: true})
+		cases = append(cases, bindCase{name: "a member " + u.Why + " is bound when no Ready one is left",
+			queued: []*agentsv1beta1.Sandbox{u.Member}, wantBound: "m1", wantStarting: true})
 	}
 	cases = append(cases, bindCase{
 		name:      "a Ready member before an older starting one",
-		queued:    []*agentsv1beta1.Sandbox{starting()[0].member, ready("r1", testPool)},
+		queued:    []*agentsv1beta1.Sandbox{starting()[0].Member, ready("r1", testPool)},
 		wantBound: "r1",
 	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newBindFixture(t)
+			f := newFixture(t)
+			if !tc.unsynced {
+				f.sync()
+			}
 			if !tc.noTemplate {
 				f.add(newTemplate(tc.template...))
 			}
@@ -430,12 +407,11 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			}
 			for _, sb := range tc.forced {
 				f.add(sb)
-				f.c.warm.Add(testBucket, testNS+"/"+sb.Name)
+				f.chooser.Queue().Add(testBucket, testNS+"/"+sb.Name)
 			}
 			for _, sb := range tc.hidden {
-				f.c.warm.Add(testBucket, testNS+"/"+sb.Name)
+				f.chooser.Queue().Add(testBucket, testNS+"/"+sb.Name)
 			}
-			setSynced(f, !tc.unsynced)
 			claim := creatingClaim(tc.claim...)
 			before := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "") +
 				claimCreations(t, metrics.LaunchWarm, testPool, metrics.PodNotReady)
@@ -448,12 +424,12 @@ func TestBindAtCreateCandidates(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
 				defer cancel()
 			}
-			ok, err := f.c.BindAtCreate(ctx, claim, spy.commit)
+			ok, err := f.b.bindWith(ctx, claim, spy.commit)
 			if err != nil {
-				t.Fatalf("BindAtCreate error = %v, want none", err)
+				t.Fatalf("bindWith error = %v, want none", err)
 			}
 			if ok != (tc.wantBound != "") {
-				t.Fatalf("BindAtCreate = %v, want %v (commit got %q)", ok, tc.wantBound != "", spy.candidates())
+				t.Fatalf("bindWith = %v, want %v (commit got %q)", ok, tc.wantBound != "", spy.candidates())
 			}
 			events := f.eventReasons()
 			counted := warmCreations(t, testPool) + warmCreations(t, otherPool) + warmCreations(t, "") +
@@ -470,7 +446,7 @@ func TestBindAtCreateCandidates(t *testing.T) {
 					t.Errorf("status.sandbox.name = %q, want %q", call.claim.Status.SandboxStatus.Name, tc.wantBound)
 				}
 				if tc.wantStarting {
-					if meta.IsStatusConditionTrue(call.claim.Status.Conditions, sandboxReadyKey) {
+					if meta.IsStatusConditionTrue(call.claim.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)) {
 						t.Errorf("claim stored Ready with a member still starting: %+v", call.claim.Status.Conditions)
 					}
 				} else {
@@ -493,9 +469,6 @@ func TestBindAtCreateCandidates(t *testing.T) {
 					t.Errorf("warm creations counted %v, want none", counted)
 				}
 			}
-			if w := f.writes(); len(w) != 0 {
-				t.Errorf("the controller wrote %q itself", w)
-			}
 			if got := f.queued(); !slices.Equal(got, tc.wantQueued) {
 				t.Errorf("still queued = %q, want %q", got, tc.wantQueued)
 			}
@@ -503,27 +476,34 @@ func TestBindAtCreateCandidates(t *testing.T) {
 			if tc.thenPlainGets == "" {
 				return
 			}
-			setSynced(f, true)
+			if tc.unsynced {
+				// The informers list the fake API, which holds none of the objects added by hand.
+				f.sync()
+				for _, sb := range tc.queued {
+					f.add(sb)
+					f.warm(sb)
+				}
+			}
 			next := creatingClaim(named("next-claim", "next-claim-uid"))
 			spy = &commitSpy{}
 			ok, err = f.bind(next, spy)
 			if !ok || err != nil || !slices.Equal(spy.candidates(), []string{tc.thenPlainGets}) {
-				t.Errorf("a plain claim after the refusal: BindAtCreate = %v, %v with commit of %q; want %s bound",
+				t.Errorf("a plain claim after the refusal: bindWith = %v, %v with commit of %q; want %s bound",
 					ok, err, spy.candidates(), tc.thenPlainGets)
 			}
 		})
 	}
 }
 
-// TestBindAtCreateCommitFailures: a Conflict from commit (the candidate moved on since cached)
+// TestBindCommitFailures: a Conflict from commit (the candidate moved on since cached)
 // tries the next candidate, at most maxBindAttempts in all, and never the same one twice; any
 // other error gives the candidate back to the queue and is returned.
-func TestBindAtCreateCommitFailures(t *testing.T) {
+func TestBindCommitFailures(t *testing.T) {
 	metrics.Register()
 	serverErr := apierrors.NewInternalError(fmt.Errorf("etcd unavailable"))
 	claimExists := storage.NewKeyExistsError("/registry/extensions.agents.x-k8s.io/sandboxclaims/default/my-claim", 0)
 	conflictErr := func(_ int, c *agentsv1beta1.Sandbox) error {
-		return apierrors.NewConflict(sandboxesGVR.GroupResource(), c.Name, errors.New("changed since it was chosen"))
+		return apierrors.NewConflict(agentsv1beta1.Resource("sandboxes"), c.Name, errors.New("changed since it was chosen"))
 	}
 	// failing answers conflict for the candidates named in conflicts, other for the one named
 	// failWith, and nil for the rest.
@@ -613,7 +593,7 @@ func TestBindAtCreateCommitFailures(t *testing.T) {
 			spy := &commitSpy{fail: tc.fail}
 			ok, err := f.bind(claim, spy)
 			if ok != tc.wantBound || err != tc.wantErr {
-				t.Fatalf("BindAtCreate = %v, %v; want %v, %v", ok, err, tc.wantBound, tc.wantErr)
+				t.Fatalf("bindWith = %v, %v; want %v, %v", ok, err, tc.wantBound, tc.wantErr)
 			}
 			if got := spy.candidates(); !slices.Equal(got, tc.wantCalls) {
 				t.Errorf("commit got %q, want %q", got, tc.wantCalls)
@@ -649,15 +629,15 @@ func TestBindAtCreateCommitFailures(t *testing.T) {
 			spy = &commitSpy{}
 			ok, err = f.bind(next, spy)
 			if !ok || err != nil || !slices.Equal(spy.candidates(), []string{tc.thenGets}) {
-				t.Errorf("the next claim: BindAtCreate = %v, %v with commit of %q; want %s bound", ok, err, spy.candidates(), tc.thenGets)
+				t.Errorf("the next claim: bindWith = %v, %v with commit of %q; want %s bound", ok, err, spy.candidates(), tc.thenGets)
 			}
 		})
 	}
 }
 
-// TestBindAtCreateExclusive: claims created one after the other with a succeeding commit never
+// TestBindExclusive: claims created one after the other with a succeeding commit never
 // get the same member, and once the members are gone they are refused.
-func TestBindAtCreateExclusive(t *testing.T) {
+func TestBindExclusive(t *testing.T) {
 	f := newBindFixture(t, newTemplate())
 	for _, n := range []string{"m1", "m2"} {
 		m := warmMember(n, testPool)
@@ -672,7 +652,7 @@ func TestBindAtCreateExclusive(t *testing.T) {
 			t.Fatalf("claim-%d: %v", i, err)
 		}
 		if ok != (i < 2) {
-			t.Errorf("claim-%d: BindAtCreate = %v, want %v", i, ok, i < 2)
+			t.Errorf("claim-%d: bindWith = %v, want %v", i, ok, i < 2)
 		}
 		got = append(got, spy.candidates()...)
 	}
@@ -681,21 +661,16 @@ func TestBindAtCreateExclusive(t *testing.T) {
 	}
 }
 
-// TestBindAtCreateWaitsForCaches: a claim created while the chooser's caches are still filling
+// TestBindWaitsForCaches: a claim created while the chooser's caches are still filling
 // (a replica just started) waits for them and is bound, instead of being stored unserved.
-func TestBindAtCreateWaitsForCaches(t *testing.T) {
-	f := newBindFixture(t)
-	f.add(newTemplate())
-	m1 := warmMember("m1", testPool)
-	f.add(m1)
-	f.warm(m1)
-	var checks atomic.Int32
-	f.c.synced = []cache.InformerSynced{func() bool { return checks.Add(1) > 3 }}
+func TestBindWaitsForCaches(t *testing.T) {
+	f := newFixture(t, newTemplate(), warmMember("m1", testPool))
+	time.AfterFunc(100*time.Millisecond, f.start)
 
 	spy := &commitSpy{}
 	ok, err := f.bind(creatingClaim(), spy)
 	if err != nil || !ok {
-		t.Fatalf("BindAtCreate = %v, %v; want bound once the caches synced", ok, err)
+		t.Fatalf("bindWith = %v, %v; want bound once the caches synced", ok, err)
 	}
 	if got := spy.candidates(); !slices.Equal(got, []string{"m1"}) {
 		t.Errorf("commit got %q, want m1", got)

@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package sandboxclaim
+package adoption
 
 import (
 	"maps"
@@ -19,10 +19,10 @@ import (
 // warmPoolOnlyLabels mark a sandbox as a pool member; they go when a claim takes it.
 var warmPoolOnlyLabels = []string{extensionsv1beta1.WarmPoolSandboxLabel, agentsv1beta1.SandboxPodTemplateHashLabel}
 
-// desiredPodMetadata is the pod metadata of a claim's sandbox: the template's (or, when the
+// DesiredPodMetadata is the pod metadata of a claim's sandbox: the template's (or, when the
 // template is gone, what the sandbox has minus the warm-pool labels), the claim's identity labels,
 // and the claim's additionalPodMetadata, which may add keys but never change the template's.
-func desiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, current *agentsv1beta1.PodMetadata) (agentsv1beta1.PodMetadata, error) {
+func DesiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, current *agentsv1beta1.PodMetadata) (agentsv1beta1.PodMetadata, error) {
 	var base agentsv1beta1.PodMetadata
 	switch {
 	case template != nil:
@@ -61,15 +61,15 @@ func desiredPodMetadata(claim *extensionsv1beta1.SandboxClaim, template *extensi
 			// The API refuses these already; a claim stored before those rules, or created
 			// before its template, is caught here.
 			if validation.IsRestrictedMetadataKey(k) {
-				return out, invalidMetadata("additionalPodMetadata %s %q is in a restricted domain (kubernetes.io, k8s.io, agents.x-k8s.io)", m.kind, k)
+				return out, InvalidMetadata("additionalPodMetadata %s %q is in a restricted domain (kubernetes.io, k8s.io, agents.x-k8s.io)", m.kind, k)
 			}
 			if cur, ok := m.templateSet[k]; ok && cur != v {
-				return out, invalidMetadata("additionalPodMetadata %s %q=%q conflicts with the template's value %q", m.kind, k, v, cur)
+				return out, InvalidMetadata("additionalPodMetadata %s %q=%q conflicts with the template's value %q", m.kind, k, v, cur)
 			}
 			// Repeating the template's own value changes nothing.
 			if _, ok := m.templateSet[k]; !ok && template != nil {
 				if why := validation.ClaimPodMetadataRefusal(k, m.kind == "label", m.allowed, peerKeys); why != "" {
-					return out, invalidMetadata("additionalPodMetadata %s %q: %s", m.kind, k, why)
+					return out, InvalidMetadata("additionalPodMetadata %s %q: %s", m.kind, k, why)
 				}
 			}
 			m.dst[k] = v
@@ -95,18 +95,18 @@ func templateMetadataPolicy(t *extensionsv1beta1.SandboxTemplate) (peerKeys, lab
 	return peerKeys, labels, annotations
 }
 
-// injectEnv adds the claim's environment variables to the pod spec of template t as its policy
+// InjectEnv adds the claim's environment variables to the pod spec of template t as its policy
 // allows: Allowed adds new variables, Overrides also replaces the template's, Disallowed refuses.
 // Variables without a container go to the first regular container; another container (an init
 // container too) only when t's envVarsInjectionContainers names it. Loader and interpreter
 // variables (LD_PRELOAD ...) need Overrides.
-func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensionsv1beta1.SandboxTemplate) error {
+func InjectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensionsv1beta1.SandboxTemplate) error {
 	if len(env) == 0 {
 		return nil
 	}
 	policy := t.Spec.EnvVarsInjectionPolicy
 	if policy != extensionsv1beta1.EnvVarsInjectionPolicyAllowed && policy != extensionsv1beta1.EnvVarsInjectionPolicyOverrides {
-		return claimRefused("environment variable injection is not allowed by the template policy (envVarsInjectionPolicy: %s)", policy)
+		return Refused("environment variable injection is not allowed by the template policy (envVarsInjectionPolicy: %s)", policy)
 	}
 	first := ""
 	if len(spec.Containers) > 0 {
@@ -114,10 +114,10 @@ func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensio
 	}
 	for _, e := range env {
 		if why := validation.ClaimEnvNameRefusal(e.Name, policy == extensionsv1beta1.EnvVarsInjectionPolicyOverrides); why != "" {
-			return claimRefused("environment variable %q is %s", e.Name, why)
+			return Refused("environment variable %q is %s", e.Name, why)
 		}
 		if why := validation.ClaimEnvContainerRefusal(e.ContainerName, first, t.Spec.EnvVarsInjectionContainers); why != "" {
-			return claimRefused("environment variable %q for container %q: %s", e.Name, e.ContainerName, why)
+			return Refused("environment variable %q for container %q: %s", e.Name, e.ContainerName, why)
 		}
 		var target *corev1.Container
 		switch {
@@ -133,7 +133,7 @@ func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensio
 			}
 		}
 		if target == nil {
-			return claimRefused("target container %q not found in template for environment variable %q", e.ContainerName, e.Name)
+			return Refused("target container %q not found in template for environment variable %q", e.ContainerName, e.Name)
 		}
 		replaced := false
 		for i := range target.Env {
@@ -141,7 +141,7 @@ func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensio
 				continue
 			}
 			if policy != extensionsv1beta1.EnvVarsInjectionPolicyOverrides {
-				return claimRefused("environment variable %q is already set by the template in container %q; overriding it needs envVarsInjectionPolicy: Overrides", e.Name, target.Name)
+				return Refused("environment variable %q is already set by the template in container %q; overriding it needs envVarsInjectionPolicy: Overrides", e.Name, target.Name)
 			}
 			target.Env[i] = corev1.EnvVar{Name: e.Name, Value: e.Value}
 			replaced = true
@@ -153,11 +153,11 @@ func injectEnv(spec *corev1.PodSpec, env []extensionsv1beta1.EnvVar, t *extensio
 	return nil
 }
 
-// mergeVolumeClaimTemplates is base (the template's volume claim templates, copied into the new
+// MergeVolumeClaimTemplates is base (the template's volume claim templates, copied into the new
 // sandbox) with the claim's merged in, as the template's volumeClaimTemplatesPolicy allows. The API
 // server checked the claim against the policy when it was created; a template changed since then
 // is reported here.
-func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplate, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) ([]agentsv1beta1.PersistentVolumeClaimTemplate, error) {
+func MergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplate, claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) ([]agentsv1beta1.PersistentVolumeClaimTemplate, error) {
 	if len(claim.Spec.VolumeClaimTemplates) == 0 {
 		return base, nil
 	}
@@ -167,7 +167,7 @@ func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplat
 	}
 	policy := template.Spec.VolumeClaimTemplatesPolicy
 	if policy != extensionsv1beta1.VolumeClaimTemplatesPolicyAllowed && policy != extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides {
-		return nil, claimRefused("spec.volumeClaimTemplates: SandboxTemplate %s has volumeClaimTemplatesPolicy %q", template.Name, policy)
+		return nil, Refused("spec.volumeClaimTemplates: SandboxTemplate %s has volumeClaimTemplatesPolicy %q", template.Name, policy)
 	}
 	if err := checkClaimVolumes(claim, template); err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func mergeVolumeClaimTemplates(base []agentsv1beta1.PersistentVolumeClaimTemplat
 	merged, conflicts := extensions.MergeVolumeClaimTemplates(base, own,
 		func(v *agentsv1beta1.PersistentVolumeClaimTemplate) string { return v.Name }, policy == extensionsv1beta1.VolumeClaimTemplatesPolicyOverrides)
 	if len(conflicts) > 0 {
-		return nil, claimRefused("spec.volumeClaimTemplates[%d]: SandboxTemplate %s has a volume claim template %q and volumeClaimTemplatesPolicy Allowed",
+		return nil, Refused("spec.volumeClaimTemplates[%d]: SandboxTemplate %s has a volume claim template %q and volumeClaimTemplatesPolicy Allowed",
 			conflicts[0], template.Name, own[conflicts[0]].Name)
 	}
 	return merged, nil
@@ -201,7 +201,7 @@ func checkClaimVolumes(claim *extensionsv1beta1.SandboxClaim, template *extensio
 		vols = append(vols, validation.ClaimVolume{Name: v.Name, Labels: v.Labels, Annotations: v.Annotations, Spec: &v.Spec})
 	}
 	if errs := validation.ValidateClaimVolumes(vols, policy, field.NewPath("spec", "volumeClaimTemplates")); len(errs) > 0 {
-		return claimRefused("%s", errs.ToAggregate().Error())
+		return Refused("%s", errs.ToAggregate().Error())
 	}
 	return nil
 }

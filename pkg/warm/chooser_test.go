@@ -1,0 +1,130 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package warm
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/fake"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/informers/externalversions"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
+)
+
+const (
+	testNS       = "default"
+	testTemplate = "python"
+	testPool     = "fast-pool"
+)
+
+// testPoolObject is the pool the members' controller references name.
+var testPoolObject = &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testPool, UID: "pool-uid"}}
+
+// member is a member of the test pool, of the test template, Ready or still starting.
+func member(name string, ready bool) *agentsv1beta1.Sandbox {
+	sb := &agentsv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{
+		Namespace: testNS, Name: name, UID: types.UID(name + "-uid"), ResourceVersion: "11",
+		Labels: map[string]string{
+			extensionsv1beta1.WarmPoolSandboxLabel:        objectmeta.NameHash(testPool),
+			extensionsv1beta1.SandboxTemplateRefHashLabel: objectmeta.NameHash(testTemplate),
+		},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: extensionsv1beta1.SchemeGroupVersion.String(), Kind: "SandboxWarmPool",
+			Name: testPool, UID: testPoolObject.UID, Controller: ptr.To(true)}},
+	}}
+	status := metav1.ConditionFalse
+	if ready {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{Type: sandboxReadyKey, Status: status, Reason: "Test"})
+	return sb
+}
+
+// startChooser runs a spreading Chooser on informers over a fake API holding the test pool and
+// sandboxes, synced.
+func startChooser(t *testing.T, sandboxes ...*agentsv1beta1.Sandbox) *Chooser {
+	t.Helper()
+	client := fake.NewSimpleClientset()
+	if err := client.Tracker().Create(extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxwarmpools"), testPoolObject, testNS); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sandboxes {
+		// The tracker would guess the resource "sandboxs" from the kind.
+		if err := client.Tracker().Create(agentsv1beta1.SchemeGroupVersion.WithResource("sandboxes"), sb, sb.Namespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf := externalversions.NewSharedInformerFactory(client, 0)
+	c, err := New(Config{
+		Sandboxes: inf.Agents().V1beta1().Sandboxes(),
+		Templates: inf.Extensions().V1beta1().SandboxTemplates(),
+		WarmPools: inf.Extensions().V1beta1().SandboxWarmPools(),
+		Events:    record.NewFakeRecorder(100),
+		Spread:    true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); inf.Shutdown() })
+	inf.Start(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !c.WaitSynced(ctx) {
+		t.Fatal("caches not synced")
+	}
+	return c
+}
+
+// TestSpreadingChooserOffersEachMemberOnce: a spreading chooser, fed by its informers, offers each
+// Ready member to one claim, whichever of the first candidates it starts at, then the member
+// still starting, then has nothing left; a member taken elsewhere is not offered again.
+func TestSpreadingChooserOffersEachMemberOnce(t *testing.T) {
+	members := []string{"m1", "m2", "m3", "m4", "m5"}
+	sandboxes := []*agentsv1beta1.Sandbox{member("busy", false)}
+	for _, m := range members {
+		sandboxes = append(sandboxes, member(m, true))
+	}
+	c := startChooser(t, sandboxes...)
+
+	got := map[string]string{}
+	taken := "m3" // adopted elsewhere since the cache saw it
+	for i := range len(members) + 1 {
+		claim := &extensionsv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: fmt.Sprintf("c%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec:       extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: testTemplate}},
+		}
+		took, err := c.Offer(claim, extensionsv1beta1.WarmPoolPolicyDefault, 4, func(_ string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+			if candidate.Name == taken {
+				return true, nil
+			}
+			if prev, ok := got[candidate.Name]; ok {
+				t.Errorf("member %s offered to %s after %s", candidate.Name, claim.Name, prev)
+			}
+			got[candidate.Name] = claim.Name
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("claim %s: %v", claim.Name, err)
+		}
+		if want := i < len(members); took != want {
+			t.Errorf("claim %s took = %v, want %v", claim.Name, took, want)
+		}
+	}
+	if len(got) != len(members) {
+		t.Errorf("taken members %v, want every Ready member but %s, and busy", got, taken)
+	}
+	if last := fmt.Sprintf("c%d", len(members)-1); got["busy"] != last {
+		t.Errorf("the starting member went to %q, want %s, after every Ready member", got["busy"], last)
+	}
+}
