@@ -141,11 +141,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil, err
 	}
 	binder, err := claimbinding.New(claimbinding.Config{
-		Scheme:      Scheme,
-		Controllers: identity,
-		OptsGetter:  bindingOptsGetter,
-		Chooser:     chooser,
-		SandboxKey:  sandboxStorage.Sandbox.KeyFunc,
+		Scheme: Scheme, Controllers: identity, OptsGetter: bindingOptsGetter, Chooser: chooser, SandboxKey: sandboxStorage.Sandbox.KeyFunc,
 	})
 	if err != nil {
 		return nil, err
@@ -192,18 +188,26 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		go waker.Run(hook.Context)
 		return nil
 	})
-	if c.Controllers != nil {
-		opts, kubeConfig, tracer, sharedRevisions := c.Controllers, c.KubeConfig, c.GenericConfig.TracerProvider, binder.OneEtcd()
-		generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
-			go func() {
-				if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, ours, chooser, sharedRevisions, tracer); err != nil {
-					klog.ErrorS(err, "Controllers failed to start")
-				}
-			}()
-			return nil
-		})
-	}
+	c.startControllers(generic, ours, chooser, binder.OneEtcd())
 	return &SandboxServer{GenericAPIServer: generic, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
+}
+
+// startControllers adds the post-start hook that runs the controllers, when they are configured:
+// the manager starts those enabled while this replica leads. sharedRevisions says whether claims
+// and sandboxes are kept in one etcd, whose resourceVersions compare.
+func (c CompletedConfig) startControllers(generic *genericapiserver.GenericAPIServer, ours *fastpath.InformerSource, chooser *warm.Chooser, sharedRevisions bool) {
+	if c.Controllers == nil {
+		return
+	}
+	opts, identity, kubeConfig, tracer := c.Controllers, c.ControllerIdentity, c.KubeConfig, c.GenericConfig.TracerProvider
+	generic.AddPostStartHookOrDie("start-sandbox-controllers", func(hook genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := manager.Run(hook.Context, opts, identity.ClientConfig(hook.LoopbackClientConfig), kubeConfig, ours, chooser, sharedRevisions, tracer); err != nil {
+				klog.ErrorS(err, "Controllers failed to start")
+			}
+		}()
+		return nil
+	})
 }
 
 // finalizer is name when the controller is enabled, and "" otherwise: each kind gets its
