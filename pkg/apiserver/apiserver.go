@@ -94,6 +94,8 @@ type SandboxServer struct {
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from this server's registries for the controllers' caches.
 	Ours *fastpath.InformerSource
+	// ClaimBinder binds claims to warm members inside their create.
+	ClaimBinder *claimbinding.Binder
 	// WarmChooser picks the warm members claims adopt, at create time and in the claim
 	// controller; nil when the claim controller is disabled.
 	WarmChooser *warm.Chooser
@@ -189,7 +191,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil
 	})
 	c.startControllers(generic, ours, chooser, binder.OneEtcd())
-	return &SandboxServer{GenericAPIServer: generic, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
 }
 
 // startControllers adds the post-start hook that runs the controllers, when they are configured:

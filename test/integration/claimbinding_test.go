@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extv1alpha1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1alpha1"
 	extv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 	"github.com/sandbox-apiserver/sandbox-apiserver/test/integration/framework"
@@ -373,6 +376,152 @@ func TestClaimBinding(t *testing.T) {
 			t.Errorf("dry-run claim: got %v, want NotFound", err)
 		}
 	})
+
+	// The cases below hand the commit, through the binder's interceptor, what neither the chooser
+	// nor pkg/adoption ever would: the transaction and the registries' checks must refuse it on
+	// their own.
+	runCounted(t, s, "OtherSpecChangeCarriesNoCondition", map[string]float64{"bound": 1}, func(t *testing.T) {
+		ctx := testContext(t)
+		const ns = "claimbinding-otherspec"
+		warm := warmMember(t, ctx, s, ns, "warm")
+		// Suspending changes what Ready says: the sandbox controller has to look again.
+		commits := interceptCommits(t, s, func(a *claimbinding.Adoption) {
+			a.Adopted.Spec.Replicas = ptr.To[int32](0)
+		})
+		created, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "other", "tmpl"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := commits.only(t); err != nil {
+			t.Fatalf("commit answered %v", err)
+		}
+		sb := expectAdoptedBy(t, ctx, s, ns, "warm", "other", string(created.UID))
+		if sb.Generation != warm.Generation+1 {
+			t.Fatalf("sandbox generation %d, want %d after a spec change", sb.Generation, warm.Generation+1)
+		}
+		if c := meta.FindStatusCondition(sb.Status.Conditions, "Ready"); c == nil || c.ObservedGeneration != warm.Generation {
+			t.Errorf("Ready condition %s, want it left at generation %d", jsonOf(t, c), warm.Generation)
+		}
+	})
+
+	runCounted(t, s, "StaleCandidate", map[string]float64{"conflict": 1, "unbound": 1}, func(t *testing.T) {
+		ctx := testContext(t)
+		const ns = "claimbinding-stale"
+		sandboxes := s.ControllerClient.AgentsV1beta1().Sandboxes(ns)
+		warmMember(t, ctx, s, ns, "warm")
+		// Between the choice and the commit the member moves on: its pool lets it go.
+		var moved *agentsv1beta1.Sandbox
+		commits := interceptCommits(t, s, func(a *claimbinding.Adoption) {
+			released := a.Candidate.DeepCopy()
+			delete(released.Labels, extv1beta1.WarmPoolSandboxLabel)
+			released.Labels["touched"] = "yes"
+			var err error
+			if moved, err = sandboxes.Update(ctx, released, metav1.UpdateOptions{}); err != nil {
+				t.Errorf("release the member: %v", err)
+			}
+		})
+		created, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "stale", "tmpl"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create with a stale candidate: %v", err)
+		}
+		if err := commits.only(t); !apierrors.IsConflict(err) {
+			t.Errorf("commit of a stale candidate answered %v, want a Conflict", err)
+		}
+		expectUnbound(t, created)
+		got, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Get(ctx, "stale", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectUnbound(t, got)
+		if managedBy(got.ObjectMeta, bindingManager, "status") {
+			t.Errorf("unbound claim has managedFields of %s: %s", bindingManager, managers(got.ObjectMeta))
+		}
+		if moved == nil {
+			t.FailNow()
+		}
+		sb := expectNotAdopted(t, ctx, s, ns, "warm", moved.ResourceVersion)
+		if sb.Labels["touched"] != "yes" {
+			t.Errorf("the concurrent update was lost: labels %v", sb.Labels)
+		}
+	})
+
+	runCounted(t, s, "InvalidStatus", map[string]float64{"unbindable": 1}, func(t *testing.T) {
+		ctx := testContext(t)
+		const ns = "claimbinding-invalid"
+		warm := warmMember(t, ctx, s, ns, "warm")
+		commits := interceptCommits(t, s, func(a *claimbinding.Adoption) {
+			a.Served.Status.SandboxStatus.PodIPs = []string{"not-an-ip"}
+		})
+		created, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "invalid", "tmpl"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create with an invalid status: %v", err)
+		}
+		if err := commits.only(t); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.sandbox.podIPs") {
+			t.Errorf("commit answered %v, want an Invalid error naming status.sandbox.podIPs", err)
+		}
+		expectUnbound(t, created)
+		got, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Get(ctx, "invalid", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectUnbound(t, got)
+		expectNotAdopted(t, ctx, s, ns, "warm", warm.ResourceVersion)
+	})
+
+	runCounted(t, s, "SandboxOfAnotherNamespace", map[string]float64{"unbindable": 1}, func(t *testing.T) {
+		ctx := testContext(t)
+		const ns, otherNS = "claimbinding-foreign", "claimbinding-foreign-other"
+		own := warmMember(t, ctx, s, ns, "warm")
+		foreign := warmMember(t, ctx, s, otherNS, "warm")
+		commits := interceptCommits(t, s, func(a *claimbinding.Adoption) {
+			adopted := a.Adopted.DeepCopy()
+			adopted.Namespace, adopted.UID, adopted.ResourceVersion = foreign.Namespace, foreign.UID, foreign.ResourceVersion
+			a.Candidate, a.Adopted = foreign, adopted
+		})
+		created, err := s.Client.ExtensionsV1beta1().SandboxClaims(ns).Create(ctx, newClaim(ns, "cross", "tmpl"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create with a sandbox of another namespace: %v", err)
+		}
+		if err := commits.only(t); err == nil {
+			t.Errorf("commit of a sandbox of another namespace succeeded")
+		}
+		expectUnbound(t, created)
+		expectNotAdopted(t, ctx, s, otherNS, "warm", foreign.ResourceVersion)
+		expectNotAdopted(t, ctx, s, ns, "warm", own.ResourceVersion)
+	})
+}
+
+// commitLog records what the commits a test intercepted answered.
+type commitLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+// interceptCommits makes the server's binder pass each adoption through edit before committing
+// it, until the test ends, and records what each commit answered.
+func interceptCommits(t *testing.T, s *framework.Server, edit func(a *claimbinding.Adoption)) *commitLog {
+	t.Helper()
+	log := &commitLog{}
+	t.Cleanup(s.ClaimBinder.InterceptCommits(func(ctx context.Context, a claimbinding.Adoption, commit func(context.Context, claimbinding.Adoption) error) error {
+		edit(&a)
+		err := commit(ctx, a)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		log.errs = append(log.errs, err)
+		return err
+	}))
+	return log
+}
+
+// only checks that exactly one commit was intercepted and returns what it answered.
+func (l *commitLog) only(t *testing.T) error {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) != 1 {
+		t.Fatalf("%d commits, want 1 (answers %v)", len(l.errs), l.errs)
+	}
+	return l.errs[0]
 }
 
 // runCounted runs a subtest and checks how sandbox_claim_bindings_total moved during it, by result.

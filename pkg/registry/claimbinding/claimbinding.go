@@ -122,6 +122,27 @@ type Binder struct {
 	chooser     *warm.Chooser
 	// writer is set once, by SetRegistry, after the API groups are installed.
 	writer atomic.Pointer[writer]
+	// intercept, when set, is called in place of each commit (InterceptCommits).
+	intercept atomic.Pointer[CommitInterceptor]
+}
+
+// Adoption is what one commit writes: the claim with its status as served, the member as the
+// chooser cached it, and the member rewritten as the claim's.
+type Adoption struct {
+	Served             *extensionsv1beta1.SandboxClaim
+	Candidate, Adopted *agentsv1beta1.Sandbox
+}
+
+// CommitInterceptor is called in place of a commit, with the adoption and the commit itself.
+type CommitInterceptor func(ctx context.Context, a Adoption, commit func(context.Context, Adoption) error) error
+
+// InterceptCommits makes every commit go through intercept until restore is called. It is for
+// tests that hand a commit what neither the chooser nor pkg/adoption ever would (a member changed
+// since it was chosen, an invalid status, a sandbox of another namespace) to show that the
+// transaction and the registries' checks refuse it on their own. The server never sets it.
+func (b *Binder) InterceptCommits(intercept CommitInterceptor) (restore func()) {
+	b.intercept.Store(&intercept)
+	return func() { b.intercept.Store(nil) }
 }
 
 // resource is how one kind is kept in etcd.
@@ -285,8 +306,15 @@ func (b *Binder) bind(ctx context.Context, key string, claim *extensions.Sandbox
 	if err := b.scheme.Convert(claim, versioned, nil); err != nil {
 		return true, false, &unbindableError{err}
 	}
+	commit := func(ctx context.Context, a Adoption) error {
+		return b.commit(ctx, w, key, claim, a.Served, a.Candidate, a.Adopted, out)
+	}
+	if intercept := b.intercept.Load(); intercept != nil {
+		direct := commit
+		commit = func(ctx context.Context, a Adoption) error { return (*intercept)(ctx, a, direct) }
+	}
 	bound, err = b.bindWith(ctx, versioned, func(ctx context.Context, served *extensionsv1beta1.SandboxClaim, candidate, adopted *agentsv1beta1.Sandbox) error {
-		err := b.commit(ctx, w, key, claim, served, candidate, adopted, out)
+		err := commit(ctx, Adoption{Served: served, Candidate: candidate, Adopted: adopted})
 		if apierrors.IsConflict(err) {
 			bindings.WithLabelValues("conflict").Inc()
 		}

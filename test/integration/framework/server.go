@@ -23,6 +23,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/cmd/server"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/fastpath"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
@@ -44,6 +45,8 @@ type Server struct {
 	// WarmChooser picks the warm members claims are bound to at create time; nil unless the
 	// server was started by StartNonLeader.
 	WarmChooser *warm.Chooser
+	// ClaimBinder binds claims to warm members inside their create, with WarmChooser's members.
+	ClaimBinder *claimbinding.Binder
 	// Waker is the server's Waker, as the proxy subresources call it.
 	Waker *sandboxwake.Waker
 	// Ours lists and watches our kinds from the server's registries, as the controllers' caches do.
@@ -115,7 +118,7 @@ func StartServerWith(t testing.TB, dataDir string, modify func(*server.Options))
 	done := make(chan error, 1)
 	go func() { done <- srv.GenericAPIServer.PrepareRun().RunWithContext(ctx) }()
 
-	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, WarmChooser: srv.WarmChooser, Waker: srv.Waker, Ours: srv.Ours}
+	s := &Server{Config: rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig), DataDir: dataDir, WarmChooser: srv.WarmChooser, ClaimBinder: srv.ClaimBinder, Waker: srv.Waker, Ours: srv.Ours}
 	s.Config.QPS, s.Config.Burst = 1000, 2000
 	stopped := false
 	s.stop = func() {
