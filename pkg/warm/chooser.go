@@ -146,6 +146,9 @@ const cacheSyncWait = 5 * time.Second
 // WaitSynced reports whether the chooser's caches are synced, waiting for them up to
 // cacheSyncWait or until ctx is done.
 func (c *Chooser) WaitSynced(ctx context.Context) bool {
+	if c.HasSynced() {
+		return true // every create after the first second: no timer, no poll
+	}
 	ctx, cancel := context.WithTimeout(ctx, cacheSyncWait)
 	defer cancel()
 	return cache.WaitForCacheSync(ctx.Done(), c.synced...)
