@@ -176,6 +176,16 @@ type SandboxTemplateSpec struct {
 	IdleTimeout             *metav1.Duration
 	// ClaimVolumeClaimTemplates, when set, opens more to claims' volumes than the default.
 	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplates
+	// EnvVarsDelivery, when set, says how claims' env reaches a warm sandbox's running process.
+	EnvVarsDelivery *EnvVarsDelivery
+}
+
+// EnvVarsDelivery says how a claim's environment variables reach a sandbox's running process:
+// a file written at File, or Command run with them on its stdin, within TimeoutSeconds.
+type EnvVarsDelivery struct {
+	File           string
+	Command        []string
+	TimeoutSeconds *int32
 }
 
 // ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond

@@ -67,6 +67,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationextensionsv1alpha1.ClaimVolumeClaimTemplatesApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1alpha1.EnvVarApplyConfiguration{}
+	case extensionsv1alpha1.SchemeGroupVersion.WithKind("EnvVarsDelivery"):
+		return &applyconfigurationextensionsv1alpha1.EnvVarsDeliveryApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("Lifecycle"):
 		return &applyconfigurationextensionsv1alpha1.LifecycleApplyConfiguration{}
 	case extensionsv1alpha1.SchemeGroupVersion.WithKind("NetworkPolicySpec"):
@@ -103,6 +105,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationextensionsv1beta1.ClaimVolumeClaimTemplatesApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("EnvVar"):
 		return &applyconfigurationextensionsv1beta1.EnvVarApplyConfiguration{}
+	case extensionsv1beta1.SchemeGroupVersion.WithKind("EnvVarsDelivery"):
+		return &applyconfigurationextensionsv1beta1.EnvVarsDeliveryApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("Lifecycle"):
 		return &applyconfigurationextensionsv1beta1.LifecycleApplyConfiguration{}
 	case extensionsv1beta1.SchemeGroupVersion.WithKind("NetworkPolicySpec"):

@@ -51,6 +51,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName():          schema_pkg_apis_extensions_v1alpha1_ClaimPodMetadataKeys(ref),
 		extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName():     schema_pkg_apis_extensions_v1alpha1_ClaimVolumeClaimTemplates(ref),
 		extensionsv1alpha1.EnvVar{}.OpenAPIModelName():                        schema_pkg_apis_extensions_v1alpha1_EnvVar(ref),
+		extensionsv1alpha1.EnvVarsDelivery{}.OpenAPIModelName():               schema_pkg_apis_extensions_v1alpha1_EnvVarsDelivery(ref),
 		extensionsv1alpha1.Lifecycle{}.OpenAPIModelName():                     schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref),
 		extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_extensions_v1alpha1_NetworkPolicySpec(ref),
 		extensionsv1alpha1.SandboxClaim{}.OpenAPIModelName():                  schema_pkg_apis_extensions_v1alpha1_SandboxClaim(ref),
@@ -72,6 +73,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName():           schema_pkg_apis_extensions_v1beta1_ClaimPodMetadataKeys(ref),
 		extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName():      schema_pkg_apis_extensions_v1beta1_ClaimVolumeClaimTemplates(ref),
 		extensionsv1beta1.EnvVar{}.OpenAPIModelName():                         schema_pkg_apis_extensions_v1beta1_EnvVar(ref),
+		extensionsv1beta1.EnvVarsDelivery{}.OpenAPIModelName():                schema_pkg_apis_extensions_v1beta1_EnvVarsDelivery(ref),
 		extensionsv1beta1.Lifecycle{}.OpenAPIModelName():                      schema_pkg_apis_extensions_v1beta1_Lifecycle(ref),
 		extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName():              schema_pkg_apis_extensions_v1beta1_NetworkPolicySpec(ref),
 		extensionsv1beta1.SandboxClaim{}.OpenAPIModelName():                   schema_pkg_apis_extensions_v1beta1_SandboxClaim(ref),
@@ -1621,6 +1623,56 @@ func schema_pkg_apis_extensions_v1alpha1_EnvVar(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_extensions_v1alpha1_EnvVarsDelivery(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvVarsDelivery says how a claim's environment variables reach a sandbox's running process. Exactly one of file and command is set. Each runs in every container that gets variables from the claim, through the pod's exec, before the claim is Ready.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"file": {
+						SchemaProps: spec.SchemaProps{
+							Description: "file is the absolute path, in the container, of a file written with the claim's variables for that container as shell assignments (export NAME='value', one per line), which a shell loads with \". file\". It is written owner-only and moved into place whole, so the process never reads half of it. Writing it needs sh, mkdir, cat, chmod and mv in the image.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "command runs in the container with the claim's variables for that container on its stdin, as one JSON object of names to values; it exits 0 once the process has them. It runs as the container's user, without a terminal, and its output is only kept when it fails.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"timeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "timeoutSeconds bounds one delivery: past it, the delivery has failed. 1 to 300; 10 when unset.",
+							Default:     10,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](300),
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_extensions_v1alpha1_Lifecycle(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1896,7 +1948,7 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxClaimSpec(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "env lists environment variables injected into the sandbox's containers, as the template's envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool to \"none\".",
+							Description: "env lists environment variables injected into the sandbox's containers, as the template's envVarsInjectionPolicy allows. A warm pool's member still serves such a claim: commands started through exec get the values, and the template's envVarsDelivery hands them to the member's running process before the claim is Ready. Whoever may read the claim reads the values: keep secrets in Secrets.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -2250,12 +2302,18 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxTemplateSpec(ref common.Referenc
 							Ref:         ref(extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName()),
 						},
 					},
+					"envVarsDelivery": {
+						SchemaProps: spec.SchemaProps{
+							Description: "envVarsDelivery says how a claim's spec.env reaches the already running process of a warm sandbox this template made (a warm pool's member adopted by the claim): a file the process reads, or a command of the template's run with the values on its stdin. Commands started through the API (exec) get the values either way. When set, a claim with env is Ready only once the delivery succeeded; a member whose delivery fails is discarded, never handed over half-configured, and the claim gets a new sandbox made with the values. Unset: only exec gets the values of a warm sandbox. See docs/warm-pools.md.",
+							Ref:         ref(extensionsv1alpha1.EnvVarsDelivery{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
+			v1alpha1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1alpha1.PodTemplate{}.OpenAPIModelName(), extensionsv1alpha1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1alpha1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1alpha1.EnvVarsDelivery{}.OpenAPIModelName(), extensionsv1alpha1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -2642,6 +2700,56 @@ func schema_pkg_apis_extensions_v1beta1_EnvVar(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_extensions_v1beta1_EnvVarsDelivery(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EnvVarsDelivery says how a claim's environment variables reach a sandbox's running process. Exactly one of file and command is set. Each runs in every container that gets variables from the claim, through the pod's exec, before the claim is Ready.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"file": {
+						SchemaProps: spec.SchemaProps{
+							Description: "file is the absolute path, in the container, of a file written with the claim's variables for that container as shell assignments (export NAME='value', one per line), which a shell loads with \". file\". It is written owner-only and moved into place whole, so the process never reads half of it. Writing it needs sh, mkdir, cat, chmod and mv in the image.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "command runs in the container with the claim's variables for that container on its stdin, as one JSON object of names to values; it exits 0 once the process has them. It runs as the container's user, without a terminal, and its output is only kept when it fails.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"timeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "timeoutSeconds bounds one delivery: past it, the delivery has failed. 1 to 300; 10 when unset.",
+							Default:     10,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](300),
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_extensions_v1beta1_Lifecycle(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2917,7 +3025,7 @@ func schema_pkg_apis_extensions_v1beta1_SandboxClaimSpec(ref common.ReferenceCal
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "env lists environment variables injected into the sandbox's containers, as the template's envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool to \"none\".",
+							Description: "env lists environment variables injected into the sandbox's containers, as the template's envVarsInjectionPolicy allows. A warm pool's member still serves such a claim: commands started through exec get the values, and the template's envVarsDelivery hands them to the member's running process before the claim is Ready. Whoever may read the claim reads the values: keep secrets in Secrets.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3271,12 +3379,18 @@ func schema_pkg_apis_extensions_v1beta1_SandboxTemplateSpec(ref common.Reference
 							Ref:         ref(extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName()),
 						},
 					},
+					"envVarsDelivery": {
+						SchemaProps: spec.SchemaProps{
+							Description: "envVarsDelivery says how a claim's spec.env reaches the already running process of a warm sandbox this template made (a warm pool's member adopted by the claim): a file the process reads, or a command of the template's run with the values on its stdin. Commands started through the API (exec) get the values either way. When set, a claim with env is Ready only once the delivery succeeded; a member whose delivery fails is discarded, never handed over half-configured, and the claim gets a new sandbox made with the values. Unset: only exec gets the values of a warm sandbox. See docs/warm-pools.md.",
+							Ref:         ref(extensionsv1beta1.EnvVarsDelivery{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"podTemplate"},
 			},
 		},
 		Dependencies: []string{
-			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
+			v1beta1.PersistentVolumeClaimTemplate{}.OpenAPIModelName(), v1beta1.PodTemplate{}.OpenAPIModelName(), extensionsv1beta1.ClaimPodMetadataKeys{}.OpenAPIModelName(), extensionsv1beta1.ClaimVolumeClaimTemplates{}.OpenAPIModelName(), extensionsv1beta1.EnvVarsDelivery{}.OpenAPIModelName(), extensionsv1beta1.NetworkPolicySpec{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

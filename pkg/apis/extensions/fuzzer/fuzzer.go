@@ -43,6 +43,12 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				s.VolumeClaimTemplatesPolicy = oneOf(c, extensions.VolumeClaimTemplatesPolicyDisallowed, extensions.VolumeClaimTemplatesPolicyAllowed, extensions.VolumeClaimTemplatesPolicyOverrides)
 			}
 		},
+		func(d *extensions.EnvVarsDelivery, c randfill.Continue) {
+			c.FillNoCustom(d)
+			if d.TimeoutSeconds == nil {
+				d.TimeoutSeconds = ptr.To(int32(1 + c.Intn(300)))
+			}
+		},
 		func(s *extensions.SandboxWarmPoolSpec, c randfill.Continue) {
 			c.FillNoCustom(s)
 			if s.UpdateStrategy == nil {

@@ -5,6 +5,10 @@ package v1alpha1
 
 import "k8s.io/utils/ptr"
 
+// DefaultEnvVarsDeliveryTimeoutSeconds bounds a delivery of a claim's env when the template says
+// nothing: long enough for a process to reload, short enough that a stuck one is noticed.
+const DefaultEnvVarsDeliveryTimeoutSeconds int32 = 10
+
 // SetDefaults_SandboxClaimSpec makes a claim use the pool its warmPoolRef names, or else any warm
 // pool of its template, unless told otherwise.
 func SetDefaults_SandboxClaimSpec(obj *SandboxClaimSpec) {
@@ -35,6 +39,13 @@ func SetDefaults_SandboxTemplateSpec(obj *SandboxTemplateSpec) {
 	}
 	if obj.VolumeClaimTemplatesPolicy == "" {
 		obj.VolumeClaimTemplatesPolicy = VolumeClaimTemplatesPolicyDisallowed
+	}
+}
+
+// SetDefaults_EnvVarsDelivery bounds a delivery to ten seconds unless told otherwise.
+func SetDefaults_EnvVarsDelivery(obj *EnvVarsDelivery) {
+	if obj.TimeoutSeconds == nil {
+		obj.TimeoutSeconds = ptr.To(DefaultEnvVarsDeliveryTimeoutSeconds)
 	}
 }
 

@@ -24,6 +24,11 @@ func (in EnvVar) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in EnvVarsDelivery) OpenAPIModelName() string {
+	return "io.x-k8s.agents.extensions.v1alpha1.EnvVarsDelivery"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Lifecycle) OpenAPIModelName() string {
 	return "io.x-k8s.agents.extensions.v1alpha1.Lifecycle"
 }

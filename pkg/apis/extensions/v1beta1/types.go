@@ -202,8 +202,10 @@ type SandboxClaimSpec struct {
 	AdditionalPodMetadata agentsv1beta1.PodMetadata `json:"additionalPodMetadata,omitempty" protobuf:"bytes,4,opt,name=additionalPodMetadata"`
 
 	// env lists environment variables injected into the sandbox's containers, as the template's
-	// envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool
-	// to "none".
+	// envVarsInjectionPolicy allows. A warm pool's member still serves such a claim: commands
+	// started through exec get the values, and the template's envVarsDelivery hands them to the
+	// member's running process before the claim is Ready. Whoever may read the claim reads the
+	// values: keep secrets in Secrets.
 	// +optional
 	// +listType=atomic
 	Env []EnvVar `json:"env,omitempty" protobuf:"bytes,5,rep,name=env"`
@@ -373,6 +375,43 @@ type SandboxTemplateSpec struct {
 	// reach storage on the server's behalf; see SECURITY.md.
 	// +optional
 	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplates `json:"claimVolumeClaimTemplates,omitempty" protobuf:"bytes,11,opt,name=claimVolumeClaimTemplates"`
+
+	// envVarsDelivery says how a claim's spec.env reaches the already running process of a warm
+	// sandbox this template made (a warm pool's member adopted by the claim): a file the process
+	// reads, or a command of the template's run with the values on its stdin. Commands started
+	// through the API (exec) get the values either way. When set, a claim with env is Ready only
+	// once the delivery succeeded; a member whose delivery fails is discarded, never handed over
+	// half-configured, and the claim gets a new sandbox made with the values. Unset: only exec
+	// gets the values of a warm sandbox. See docs/warm-pools.md.
+	// +optional
+	EnvVarsDelivery *EnvVarsDelivery `json:"envVarsDelivery,omitempty" protobuf:"bytes,12,opt,name=envVarsDelivery"`
+}
+
+// EnvVarsDelivery says how a claim's environment variables reach a sandbox's running process.
+// Exactly one of file and command is set. Each runs in every container that gets variables from
+// the claim, through the pod's exec, before the claim is Ready.
+type EnvVarsDelivery struct {
+	// file is the absolute path, in the container, of a file written with the claim's variables
+	// for that container as shell assignments (export NAME='value', one per line), which a shell
+	// loads with ". file". It is written owner-only and moved into place whole, so the process
+	// never reads half of it. Writing it needs sh, mkdir, cat, chmod and mv in the image.
+	// +optional
+	File string `json:"file,omitempty" protobuf:"bytes,1,opt,name=file"`
+
+	// command runs in the container with the claim's variables for that container on its stdin,
+	// as one JSON object of names to values; it exits 0 once the process has them. It runs as the
+	// container's user, without a terminal, and its output is only kept when it fails.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty" protobuf:"bytes,2,rep,name=command"`
+
+	// timeoutSeconds bounds one delivery: past it, the delivery has failed. 1 to 300; 10 when
+	// unset.
+	// +optional
+	// +default=10
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=300
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty" protobuf:"varint,3,opt,name=timeoutSeconds"`
 }
 
 // ClaimVolumeClaimTemplates is what a template opens to its claims' volume claim templates beyond

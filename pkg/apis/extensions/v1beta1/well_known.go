@@ -36,4 +36,26 @@ const (
 	ClaimReasonSandboxExpired   = "SandboxExpired"
 	ClaimReasonClaimExpired     = "ClaimExpired"
 	ClaimReasonReconcilerError  = "ReconcilerError"
+	// ClaimReasonEnvPending: the sandbox runs, and the claim's env is being delivered to it.
+	ClaimReasonEnvPending = "EnvDeliveryPending"
+	// ClaimReasonEnvFailed: delivering the claim's env to its sandbox failed.
+	ClaimReasonEnvFailed = "EnvDeliveryFailed"
+)
+
+// ClaimConditionEnvDelivered is True once the claim's env reached its sandbox's running process as
+// the template's envVarsDelivery says; claims of templates without it never carry the condition.
+const ClaimConditionEnvDelivered = "EnvDelivered"
+
+// Reasons of a claim's EnvDelivered condition.
+const (
+	// EnvReasonPending: the delivery has not run yet (the sandbox is not Ready, or it is running).
+	EnvReasonPending = "Pending"
+	// EnvReasonDelivered: the delivery succeeded.
+	EnvReasonDelivered = "Delivered"
+	// EnvReasonWarmFailed: the delivery to an adopted warm member failed; the member was discarded
+	// and the claim gets a sandbox made with its env.
+	EnvReasonWarmFailed = "WarmDeliveryFailed"
+	// EnvReasonFailed: the delivery to a sandbox made for the claim failed; the claim stays not
+	// Ready until its sandbox is replaced.
+	EnvReasonFailed = "DeliveryFailed"
 )

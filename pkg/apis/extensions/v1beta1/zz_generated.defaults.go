@@ -233,6 +233,13 @@ func SetObjectDefaults_SandboxTemplate(in *SandboxTemplate) {
 	if in.Spec.EnvVarsInjectionPolicy == "" {
 		in.Spec.EnvVarsInjectionPolicy = "Disallowed"
 	}
+	if in.Spec.EnvVarsDelivery != nil {
+		SetDefaults_EnvVarsDelivery(in.Spec.EnvVarsDelivery)
+		if in.Spec.EnvVarsDelivery.TimeoutSeconds == nil {
+			var ptrVar1 int32 = 10
+			in.Spec.EnvVarsDelivery.TimeoutSeconds = &ptrVar1
+		}
+	}
 }
 
 func SetObjectDefaults_SandboxTemplateList(in *SandboxTemplateList) {

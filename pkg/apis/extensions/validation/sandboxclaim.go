@@ -139,9 +139,8 @@ func validateSandboxClaimSpec(spec *extensions.SandboxClaimSpec, claimName strin
 
 	envPath := fldPath.Child("env")
 	allErrs = append(allErrs, validateClaimEnv(spec.Env, envPath)...)
-	// env together with a warm pool policy other than "none" is accepted here on purpose: the seed
-	// system's own full example combines them, and manifests written for it must apply unchanged.
-	// The claim controller refuses to adopt for such a claim and says why in its Ready condition.
+	// env together with a warm pool policy other than "none" is a warm claim like any other: the
+	// values reach the member late (exec, and the template's envVarsDelivery).
 
 	// The claim's sandbox is named after the claim whenever it has volume claim templates (they
 	// force a cold start), so its PersistentVolumeClaims are <template>-<claim name>. Whether the

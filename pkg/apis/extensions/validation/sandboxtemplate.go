@@ -6,7 +6,9 @@ package validation
 import (
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -79,6 +81,40 @@ func validateSandboxTemplateSpec(spec *extensions.SandboxTemplateSpec, fldPath *
 	}
 	if o := spec.ClaimVolumeClaimTemplates; o != nil {
 		allErrs = append(allErrs, validateClaimVolumeClaimTemplates(o, fldPath.Child("claimVolumeClaimTemplates"))...)
+	}
+	if d := spec.EnvVarsDelivery; d != nil {
+		allErrs = append(allErrs, validateEnvVarsDelivery(d, fldPath.Child("envVarsDelivery"))...)
+	}
+	return allErrs
+}
+
+// MaxEnvVarsDeliveryTimeoutSeconds bounds a delivery: the claim waits for it before it is Ready,
+// and the controller's worker waits with it.
+const MaxEnvVarsDeliveryTimeoutSeconds = 300
+
+// validateEnvVarsDelivery checks that exactly one way is given: an absolute, clean file path
+// (it is quoted into a shell command, so no NUL or newline either), or a command with a program.
+func validateEnvVarsDelivery(d *extensions.EnvVarsDelivery, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case d.File == "" && len(d.Command) == 0:
+		allErrs = append(allErrs, field.Required(fldPath, "one of file and command is required"))
+	case d.File != "" && len(d.Command) > 0:
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("command"), "may not be set with file: give one way of delivery"))
+	}
+	if f := d.File; f != "" {
+		switch {
+		case !path.IsAbs(f) || path.Clean(f) != f || f == "/":
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("file"), f, "must be an absolute, clean path to a file"))
+		case strings.ContainsAny(f, "\x00\n"):
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("file"), f, "must not contain NUL or newline"))
+		}
+	}
+	if len(d.Command) > 0 && d.Command[0] == "" {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("command").Index(0), "", "must name the program to run"))
+	}
+	if t := d.TimeoutSeconds; t != nil && (*t < 1 || *t > MaxEnvVarsDeliveryTimeoutSeconds) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeoutSeconds"), *t, fmt.Sprintf("must be between 1 and %d", MaxEnvVarsDeliveryTimeoutSeconds)))
 	}
 	return allErrs
 }

@@ -160,6 +160,35 @@ func TestValidateSandboxTemplate(t *testing.T) {
 		}},
 		{name: "env injection unknown", mutate: func(t *extensions.SandboxTemplate) { t.Spec.EnvVarsInjectionPolicy = "Sometimes" },
 			want: []want{notSupported("spec.envVarsInjectionPolicy")}},
+		{name: "env delivery by file", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/claim/env", TimeoutSeconds: ptr.To[int32](300)}
+		}},
+		{name: "env delivery by command", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{Command: []string{"/bin/activate"}}
+		}},
+		{name: "env delivery empty", mutate: func(t *extensions.SandboxTemplate) { t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{} },
+			want: []want{required("spec.envVarsDelivery")}},
+		{name: "env delivery both ways", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/env", Command: []string{"/bin/activate"}}
+		}, want: []want{forbidden("spec.envVarsDelivery.command")}},
+		{name: "env delivery file relative", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "run/env"}
+		}, want: []want{invalid("spec.envVarsDelivery.file")}},
+		{name: "env delivery file not clean", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/../etc/env"}
+		}, want: []want{invalid("spec.envVarsDelivery.file")}},
+		{name: "env delivery file with a newline", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/env\nx"}
+		}, want: []want{invalid("spec.envVarsDelivery.file")}},
+		{name: "env delivery command without program", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{Command: []string{"", "x"}}
+		}, want: []want{invalid("spec.envVarsDelivery.command[0]")}},
+		{name: "env delivery timeout too long", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/env", TimeoutSeconds: ptr.To[int32](301)}
+		}, want: []want{invalid("spec.envVarsDelivery.timeoutSeconds")}},
+		{name: "env delivery timeout zero", mutate: func(t *extensions.SandboxTemplate) {
+			t.Spec.EnvVarsDelivery = &extensions.EnvVarsDelivery{File: "/run/env", TimeoutSeconds: ptr.To[int32](0)}
+		}, want: []want{invalid("spec.envVarsDelivery.timeoutSeconds")}},
 		{name: "volume claim templates Allowed", mutate: func(t *extensions.SandboxTemplate) {
 			t.Spec.VolumeClaimTemplatesPolicy = extensions.VolumeClaimTemplatesPolicyAllowed
 		}},

@@ -34,8 +34,10 @@ type SandboxClaimSpecApplyConfiguration struct {
 	// already sets to another value.
 	AdditionalPodMetadata *agentsv1beta1.PodMetadataApplyConfiguration `json:"additionalPodMetadata,omitempty"`
 	// env lists environment variables injected into the sandbox's containers, as the template's
-	// envVarsInjectionPolicy allows. A claim with env cannot adopt from a warm pool: set warmpool
-	// to "none".
+	// envVarsInjectionPolicy allows. A warm pool's member still serves such a claim: commands
+	// started through exec get the values, and the template's envVarsDelivery hands them to the
+	// member's running process before the claim is Ready. Whoever may read the claim reads the
+	// values: keep secrets in Secrets.
 	Env []EnvVarApplyConfiguration `json:"env,omitempty"`
 	// volumeClaimTemplates adds PersistentVolumeClaims to those of the template, as the template's
 	// volumeClaimTemplatesPolicy allows: Allowed for new names only, Overrides to replace the

@@ -63,6 +63,14 @@ type SandboxTemplateSpecApplyConfiguration struct {
 	// server creates those PVCs with its own rights, so each opening lets the template's users
 	// reach storage on the server's behalf; see SECURITY.md.
 	ClaimVolumeClaimTemplates *ClaimVolumeClaimTemplatesApplyConfiguration `json:"claimVolumeClaimTemplates,omitempty"`
+	// envVarsDelivery says how a claim's spec.env reaches the already running process of a warm
+	// sandbox this template made (a warm pool's member adopted by the claim): a file the process
+	// reads, or a command of the template's run with the values on its stdin. Commands started
+	// through the API (exec) get the values either way. When set, a claim with env is Ready only
+	// once the delivery succeeded; a member whose delivery fails is discarded, never handed over
+	// half-configured, and the claim gets a new sandbox made with the values. Unset: only exec
+	// gets the values of a warm sandbox. See docs/warm-pools.md.
+	EnvVarsDelivery *EnvVarsDeliveryApplyConfiguration `json:"envVarsDelivery,omitempty"`
 }
 
 // SandboxTemplateSpecApplyConfiguration constructs a declarative configuration of the SandboxTemplateSpec type for use with
@@ -163,5 +171,13 @@ func (b *SandboxTemplateSpecApplyConfiguration) WithIdleTimeout(value v1.Duratio
 // If called multiple times, the ClaimVolumeClaimTemplates field is set to the value of the last call.
 func (b *SandboxTemplateSpecApplyConfiguration) WithClaimVolumeClaimTemplates(value *ClaimVolumeClaimTemplatesApplyConfiguration) *SandboxTemplateSpecApplyConfiguration {
 	b.ClaimVolumeClaimTemplates = value
+	return b
+}
+
+// WithEnvVarsDelivery sets the EnvVarsDelivery field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the EnvVarsDelivery field is set to the value of the last call.
+func (b *SandboxTemplateSpecApplyConfiguration) WithEnvVarsDelivery(value *EnvVarsDeliveryApplyConfiguration) *SandboxTemplateSpecApplyConfiguration {
+	b.EnvVarsDelivery = value
 	return b
 }
