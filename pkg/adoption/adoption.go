@@ -41,6 +41,17 @@ func AdoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 		return nil, err
 	}
 	sb.Spec.PodTemplate.ObjectMeta = meta
+	if len(claim.Spec.Env) > 0 {
+		// The values go into the sandbox's pod template: exec gets those its running pod lacks,
+		// the template's envVarsDelivery hands them to its process, and a pod made again (after
+		// a suspension) starts with them.
+		if template == nil {
+			return nil, Refused("the claim's spec.env needs its template %s, which does not exist", claim.Spec.TemplateRef.Name)
+		}
+		if err := InjectEnv(&sb.Spec.PodTemplate.Spec, claim.Spec.Env, template); err != nil {
+			return nil, err
+		}
+	}
 	sb.Labels = maps.Clone(sb.Labels)
 	for _, k := range warmPoolOnlyLabels {
 		delete(sb.Labels, k)
@@ -61,9 +72,11 @@ func AdoptedSandbox(claim *extensionsv1beta1.SandboxClaim, template *extensionsv
 }
 
 // ServedClaim is the claim as it is stored bound to the sandbox it adopted: its status mirrors
-// the sandbox and its sandbox-name label names it.
-func ServedClaim(claim *extensionsv1beta1.SandboxClaim, adopted *agentsv1beta1.Sandbox) *extensionsv1beta1.SandboxClaim {
+// the sandbox and its sandbox-name label names it. When its env is yet to be delivered (see
+// NeedsEnvDelivery), it says so and is not Ready.
+func ServedClaim(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate, adopted *agentsv1beta1.Sandbox) *extensionsv1beta1.SandboxClaim {
 	served := claim.DeepCopy()
+	MarkEnvPendingFor(served, template, adopted)
 	ComputeStatus(served, adopted, nil, false)
 	if name, ok := SandboxNameLabel(served, adopted, nil, false); ok {
 		served.Labels = WithSandboxNameLabel(served.Labels, name)
@@ -132,6 +145,14 @@ func ComputeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sand
 		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox "+sb.Name+" reports no readiness yet"
 	case sbReady.Reason == agentsv1beta1.SandboxReasonExpired:
 		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxExpired, sbReady.Message
+	case sbReady.Status == metav1.ConditionTrue && envUndelivered(claim) != nil:
+		// Ready means delivered: a sandbox whose process lacks the claim's env is not yet the
+		// claim's to use.
+		env := envUndelivered(claim)
+		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonEnvPending, env.Message
+		if env.Reason == extensionsv1beta1.EnvReasonFailed {
+			ready.Reason = extensionsv1beta1.ClaimReasonEnvFailed
+		}
 	default:
 		ready.Status, ready.Reason, ready.Message = sbReady.Status, sbReady.Reason, sbReady.Message
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
 	sandboxscheme "github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/metrics"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/podexec"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
 )
 
@@ -70,6 +71,8 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 	if err != nil {
 		return err
 	}
+	// The claim controller delivers claims' env to warm sandboxes through pods/exec.
+	podExec := podexec.New(kubeConfig, kube)
 	// The loopback connection to our own API is not rate limited: it is this process.
 	sandboxConfig = rest.AddUserAgent(rest.CopyConfig(sandboxConfig), userAgent)
 	sandboxConfig.QPS, sandboxConfig.Burst = -1, 0
@@ -83,7 +86,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 
 	if !o.LeaderElection.LeaderElect {
 		metrics.Leader.Set(1)
-		return runControllers(ctx, o, kube, client, source, chooser, sharedRevisions, tracer)
+		return runControllers(ctx, o, kube, podExec, client, source, chooser, sharedRevisions, tracer)
 	}
 	host, _ := os.Hostname()
 	id := host + "_" + uuid.NewString()
@@ -106,7 +109,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 				OnStartedLeading: func(ctx context.Context) {
 					logger.Info("Leading: starting controllers", "identity", id)
 					metrics.Leader.Set(1)
-					if err := runControllers(ctx, o, kube, client, source, chooser, sharedRevisions, tracer); err != nil {
+					if err := runControllers(ctx, o, kube, podExec, client, source, chooser, sharedRevisions, tracer); err != nil {
 						utilruntime.HandleErrorWithContext(ctx, err, "Controllers stopped")
 					}
 				},
@@ -122,7 +125,7 @@ func Run(ctx context.Context, o *Options, sandboxConfig, kubeConfig *rest.Config
 
 // runControllers starts the informers and the enabled controllers and blocks until ctx is done.
 // sharedRevisions says claims and sandboxes are kept in one etcd cluster.
-func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, client versioned.Interface, source *fastpath.InformerSource, chooser *warm.Chooser, sharedRevisions bool, tracer trace.TracerProvider) error {
+func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, podExec sandboxclaim.PodExec, client versioned.Interface, source *fastpath.InformerSource, chooser *warm.Chooser, sharedRevisions bool, tracer trace.TracerProvider) error {
 	// Only the children of Sandboxes are cached from the cluster: they carry the name hash label.
 	children := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = agentsv1beta1.SandboxNameHashLabel }))
@@ -200,6 +203,7 @@ func runControllers(ctx context.Context, o *Options, kube kubernetes.Interface, 
 			Workers:         o.ClaimWorkers,
 			SharedRevisions: sharedRevisions,
 			Tracer:          tracer,
+			PodExec:         podExec,
 		})
 		if err != nil {
 			return fmt.Errorf("sandboxclaim controller: %w", err)

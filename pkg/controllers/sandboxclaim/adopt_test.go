@@ -318,35 +318,6 @@ func TestAdoptWriteFailures(t *testing.T) {
 	}
 }
 
-// TestAdoptRefusesEnv: a claim with env cannot take a running member, whatever pool it names.
-func TestAdoptRefusesEnv(t *testing.T) {
-	for _, policy := range []*extensionsv1beta1.WarmPoolPolicy{nil, ptr.To(extensionsv1beta1.WarmPoolPolicyDefault), ptr.To(extensionsv1beta1.WarmPoolPolicy(testPool))} {
-		name := "unset"
-		if policy != nil {
-			name = string(*policy)
-		}
-		t.Run(name, func(t *testing.T) {
-			claim := newClaim(withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"}))
-			claim.Spec.WarmPool = policy
-			member := warmMember("m1", testPool)
-			f := newFixture(t, claim, newTemplate(envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)), member)
-			f.warm(member)
-
-			if err := f.sync(testClaim); err != nil {
-				t.Fatalf("sync: %v (only a change of the claim can fix this; no retry)", err)
-			}
-			if got := f.writes(); !slices.Equal(got, []string{"update sandboxclaims/status " + testClaim}) {
-				t.Errorf("writes = %q, want only the status", got)
-			}
-			checkReady(t, f.lastStatus(), metav1.ConditionFalse, extensionsv1beta1.ClaimReasonReconcilerError,
-				`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none"*`)
-			if n := f.chooser.Queue().Len(testBucket); n != 1 {
-				t.Errorf("warm queue holds %d, want the member kept (1)", n)
-			}
-		})
-	}
-}
-
 // TestAdoptionExclusivity: N claims racing for M<N members end with M adoptions of distinct
 // members and N-M cold sandboxes, every sandbox controlled by exactly one claim.
 func TestAdoptionExclusivity(t *testing.T) {

@@ -64,6 +64,7 @@ type Controller struct {
 	workers int
 	chooser *warm.Chooser
 	tracer  trace.TracerProvider
+	podExec PodExec
 
 	claims          extlisters.SandboxClaimLister
 	claimIndex      cache.Indexer
@@ -97,6 +98,9 @@ type Config struct {
 	// Tracer records the spans of provisioning, children of the traces claims record; nil for
 	// none (a claim's trace context still passes on to its sandbox).
 	Tracer trace.TracerProvider
+	// PodExec runs the templates' env deliveries in the sandboxes' pods; nil: every delivery
+	// fails, saying so.
+	PodExec PodExec
 }
 
 // New wires the controller to its informers; call it before the informers start.
@@ -112,6 +116,7 @@ func New(c Config) (*Controller, error) {
 		now:             time.Now,
 		workers:         c.Workers,
 		chooser:         c.Chooser,
+		podExec:         c.PodExec,
 		claims:          c.Claims.Lister(),
 		claimIndex:      c.Claims.Informer().GetIndexer(),
 		templates:       c.Templates.Lister(),

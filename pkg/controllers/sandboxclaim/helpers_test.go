@@ -106,6 +106,8 @@ type fixture struct {
 	chooser  *warm.Chooser
 	// namespaces is the cluster's namespace cache, empty unless a test fills it.
 	namespaces cache.Indexer
+	// exec records the env deliveries run and answers them.
+	exec *fakePodExec
 }
 
 // newFixture builds the controller and puts objs into both the fake cluster and the caches.
@@ -116,6 +118,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		// NewClientset's field-managed tracker has no REST mapping for these kinds.
 		client:   fake.NewSimpleClientset(),
 		recorder: record.NewFakeRecorder(100),
+		exec:     &fakePodExec{},
 	}
 	f.inf = externalversions.NewSharedInformerFactory(f.client, 0)
 	namespaces := informers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces()
@@ -140,6 +143,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Namespaces: namespaces,
 		Events:     f.recorder,
 		Workers:    1,
+		PodExec:    f.exec,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -71,6 +71,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.loop.Queue.AddAfter(key, sandboxCacheRetry)
 		return nil
 	}
+	if syncErr == nil && !expired && envDeliveryReady(claim, sb) {
+		if err := c.deliverEnv(ctx, claim, sb); err != nil {
+			return err
+		}
+	}
 	if want, ok := adoption.SandboxNameLabel(claim, sb, syncErr, expired); ok {
 		if err := c.setSandboxNameLabel(ctx, claim, want); err != nil {
 			// A conflict: the newer claim is on its way and brings this sync back.
@@ -130,16 +135,14 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 			return nil, err
 		}
 	}
-	policy := adoption.WarmPoolPolicy(claim)
 	// The sandbox goes on with the trace its claim's creator recorded.
 	ctx, traceContext, span := tracecontext.Start(ctx, c.tracer, claim.Annotations, "SandboxClaim.provision")
 	defer span.End()
-	// Volume claim templates of the claim's own force a cold start: a warm member's volumes exist.
-	if policy != extensionsv1beta1.WarmPoolPolicyNone && len(claim.Spec.VolumeClaimTemplates) == 0 {
-		if len(claim.Spec.Env) > 0 {
-			return nil, adoption.Refused(`spec.env cannot be injected into a warm sandbox, which is already running: set spec.warmpool to "none" to get a new sandbox with these variables`)
-		}
+	if policy := adoption.WarmPoolPolicy(claim); policy != extensionsv1beta1.WarmPoolPolicyNone && servableWarm(claim, template) {
 		sb, err := c.adopt(ctx, claim, template, policy, traceContext)
+		if sb != nil {
+			adoption.MarkEnvPendingFor(claim, template, sb)
+		}
 		if sb != nil || err != nil {
 			return sb, err
 		}
@@ -147,7 +150,24 @@ func (c *Controller) reconcileActive(ctx context.Context, claim *extensionsv1bet
 	if template == nil {
 		return nil, adoption.TemplateNotFound(claim.Namespace, claim.Spec.TemplateRef.Name)
 	}
-	return c.createSandbox(ctx, claim, template, traceContext)
+	sb, err = c.createSandbox(ctx, claim, template, traceContext)
+	if sb != nil {
+		adoption.MarkEnvPendingFor(claim, template, sb)
+	}
+	return sb, err
+}
+
+// servableWarm says whether a warm member may serve the claim at all. Volume claim templates of
+// the claim's own need a sandbox made for it (a member's volumes exist), and so does env for an
+// init container (a member's ran before the claim) or after a member's delivery failed.
+func servableWarm(claim *extensionsv1beta1.SandboxClaim, template *extensionsv1beta1.SandboxTemplate) bool {
+	switch {
+	case len(claim.Spec.VolumeClaimTemplates) > 0, adoption.WarmEnvDeliveryFailed(claim):
+		return false
+	case template != nil && adoption.EnvTargetsInitContainer(claim, &template.Spec.PodTemplate.Spec):
+		return false
+	}
+	return true
 }
 
 // findSandbox looks for the claim's sandbox by its status, by the assignment label, by the

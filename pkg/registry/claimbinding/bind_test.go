@@ -281,17 +281,43 @@ func TestBindCandidates(t *testing.T) {
 			wantQueued: []string{"m1", "n1"}, thenPlainGets: "m1",
 		},
 		{
-			name:       "refused with spec.env, even when the template allows it",
+			name:      "spec.env the template allows takes the Ready member",
+			claim:     []func(*extensionsv1beta1.SandboxClaim){withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"})},
+			template:  []func(*extensionsv1beta1.SandboxTemplate){envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)},
+			queued:    []*agentsv1beta1.Sandbox{ready("m1", testPool)},
+			wantBound: "m1",
+		},
+		{
+			name: "spec.env with a named pool takes its member",
+			claim: []func(*extensionsv1beta1.SandboxClaim){
+				withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"}), warmpool(testPool),
+			},
+			template:  []func(*extensionsv1beta1.SandboxTemplate){envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)},
+			queued:    []*agentsv1beta1.Sandbox{ready("m1", testPool)},
+			wantBound: "m1",
+		},
+		{
+			// Ready means delivered: the controller runs the delivery and marks it Ready.
+			name:  "spec.env delivered by the template is bound, not Ready",
+			claim: []func(*extensionsv1beta1.SandboxClaim){withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"})},
+			template: []func(*extensionsv1beta1.SandboxTemplate){envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed), func(t *extensionsv1beta1.SandboxTemplate) {
+				t.Spec.EnvVarsDelivery = &extensionsv1beta1.EnvVarsDelivery{File: "/run/env"}
+			}},
+			queued:    []*agentsv1beta1.Sandbox{ready("m1", testPool)},
+			wantBound: "m1", wantStarting: true,
+		},
+		{
+			name:       "refused with spec.env the template does not allow",
 			claim:      []func(*extensionsv1beta1.SandboxClaim){withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"})},
-			template:   []func(*extensionsv1beta1.SandboxTemplate){envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed)},
 			queued:     []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 			wantQueued: []string{"m1"}, thenPlainGets: "m1",
 		},
 		{
-			name: "refused with spec.env and a named pool",
-			claim: []func(*extensionsv1beta1.SandboxClaim){
-				withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1"}), warmpool(testPool),
-			},
+			name:  "refused with spec.env for an init container, which a member ran already",
+			claim: []func(*extensionsv1beta1.SandboxClaim){withEnv(extensionsv1beta1.EnvVar{Name: "A", Value: "1", ContainerName: "setup"})},
+			template: []func(*extensionsv1beta1.SandboxTemplate){envPolicy(extensionsv1beta1.EnvVarsInjectionPolicyAllowed), func(t *extensionsv1beta1.SandboxTemplate) {
+				t.Spec.EnvVarsInjectionContainers = []string{"setup"}
+			}},
 			queued:     []*agentsv1beta1.Sandbox{ready("m1", testPool)},
 			wantQueued: []string{"m1"}, thenPlainGets: "m1",
 		},

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -345,7 +346,7 @@ func (b *Binder) bindWith(ctx context.Context, claim *extensionsv1beta1.SandboxC
 		return false, nil
 	}
 	policy := adoption.WarmPoolPolicy(claim)
-	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.Env) > 0 || len(claim.Spec.VolumeClaimTemplates) > 0 {
+	if policy == extensionsv1beta1.WarmPoolPolicyNone || len(claim.Spec.VolumeClaimTemplates) > 0 {
 		return false, nil
 	}
 	if expired, _ := adoption.TimeLeft(start, claim); expired {
@@ -360,6 +361,9 @@ func (b *Binder) bindWith(ctx context.Context, claim *extensionsv1beta1.SandboxC
 	}
 	if template != nil {
 		if _, err := adoption.DesiredPodMetadata(claim, template, nil); err != nil {
+			return false, nil
+		}
+		if adoption.EnvTargetsInitContainer(claim, &template.Spec.PodTemplate.Spec) {
 			return false, nil
 		}
 	}
@@ -380,7 +384,7 @@ func (b *Binder) bindWith(ctx context.Context, claim *extensionsv1beta1.SandboxC
 			unmergeable = true
 			return false, err
 		}
-		served := adoption.ServedClaim(claim, adopted)
+		served := adoption.ServedClaim(claim, template, adopted)
 		err = commit(ctx, served, candidate, adopted)
 		if apierrors.IsConflict(err) {
 			logger.V(4).Info("Warm candidate changed since cached", "claim", klog.KObj(claim), "sandbox", key)
@@ -520,12 +524,25 @@ var carriedConditions = sets.New(
 )
 
 // onlyAdoptionChanges reports whether two specs differ at most in what a claim's adoption sets:
-// the pod template's metadata and the idle timeout.
+// the pod template's metadata, its containers' env (given to the running pod late, never by
+// making it again) and the idle timeout.
 func onlyAdoptionChanges(candidate, adopted *agents.SandboxSpec) bool {
 	before, after := *candidate, *adopted
 	before.PodTemplate.ObjectMeta, after.PodTemplate.ObjectMeta = agents.PodMetadata{}, agents.PodMetadata{}
 	before.IdleTimeout, after.IdleTimeout = nil, nil
+	before.PodTemplate.Spec.Containers = withoutEnv(before.PodTemplate.Spec.Containers)
+	after.PodTemplate.Spec.Containers = withoutEnv(after.PodTemplate.Spec.Containers)
 	return apiequality.Semantic.DeepEqual(before, after)
+}
+
+// withoutEnv is a copy of containers without their env; the containers themselves are shared.
+func withoutEnv(containers []corev1.Container) []corev1.Container {
+	out := make([]corev1.Container, len(containers))
+	for i := range containers {
+		out[i] = containers[i]
+		out[i].Env = nil
+	}
+	return out
 }
 
 // encode turns a registry key and object into what the etcd3 storage would write for them: the
