@@ -70,10 +70,12 @@ func (r *ExecREST) Connect(ctx context.Context, name string, opts runtime.Object
 	if errs := validateExec(o); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.kind, name, errs)
 	}
+	// The Event quotes the command as asked, without the claim's env it may be given.
+	command := o.Command
 	return r.streams.connect(ctx, r.resolve, session{
 		kind: r.kind, name: name, subresource: "exec", opts: o, container: &o.Container,
 		event: func(u user.Info, container string) (string, string) {
-			return "Exec", fmt.Sprintf("%s runs %s in container %s", u.GetName(), quoteCommand(o.Command), container)
+			return "Exec", fmt.Sprintf("%s runs %s in container %s", u.GetName(), quoteCommand(command), container)
 		},
 	}, responder)
 }

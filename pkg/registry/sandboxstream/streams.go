@@ -25,6 +25,7 @@ import (
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/adoption"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents"
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
@@ -122,6 +123,9 @@ func (s *Streams) connect(ctx context.Context, resolve Resolver, sess session, r
 			return nil, err
 		}
 		container = *sess.container
+	}
+	if exec, ok := sess.opts.(*corev1.PodExecOptions); ok {
+		exec.Command = withLateEnv(sb, pod, container, exec.Command)
 	}
 	location, err := s.kube.location(pod, sess.subresource, sess.opts)
 	if err != nil {
@@ -301,4 +305,18 @@ type closeNotifier struct {
 func (c *closeNotifier) Close() error {
 	defer c.done()
 	return c.ReadCloser.Close()
+}
+
+// withLateEnv gives command the env the Sandbox's pod template sets and its running pod lacks:
+// what a claim gave a warm member after its pod started (see adoption.LateEnv). It runs through
+// env(1), which the image must have; a command without such env is left as it is.
+func withLateEnv(sb *agents.Sandbox, pod *corev1.Pod, container string, command []string) []string {
+	late := adoption.LateEnv(&sb.Spec.PodTemplate.Spec, &pod.Spec, container)
+	if len(late) == 0 {
+		return command
+	}
+	wrapped := make([]string, 0, 2+len(late)+len(command))
+	wrapped = append(wrapped, "env", "--")
+	wrapped = append(wrapped, late...)
+	return append(wrapped, command...)
 }

@@ -14,9 +14,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	kscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/podexec"
 )
 
 // ExecOptions says what Exec runs and where its streams go.
@@ -97,21 +98,9 @@ func (s *Sandbox) Exec(ctx context.Context, o ExecOptions) (err error) {
 	return err
 }
 
-// executor streams over WebSocket (the v5 channel protocol) and falls back to SPDY for a server
-// or proxy that cannot upgrade to it, as kubectl does.
+// executor streams over WebSocket, falling back to SPDY.
 func (c *Client) executor(u *url.URL) (remotecommand.Executor, error) {
-	spdyExec, err := remotecommand.NewSPDYExecutor(c.config, "POST", u)
-	if err != nil {
-		return nil, err
-	}
-	// RFC 6455: the WebSocket handshake is a GET.
-	wsExec, err := remotecommand.NewWebSocketExecutor(c.config, "GET", u.String())
-	if err != nil {
-		return nil, err
-	}
-	return remotecommand.NewFallbackExecutor(wsExec, spdyExec, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	return podexec.Executor(c.config, u)
 }
 
 // exitCodeInText finds the code in the message of an exit reported as text only (kwok's
