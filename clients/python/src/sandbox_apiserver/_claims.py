@@ -77,10 +77,12 @@ def claim_manifest(
     warmpool: str | None,
     labels: Mapping[str, str],
     shutdown_after_seconds: int | None,
+    env: Mapping[str, str] | None = None,
     now: datetime.datetime | None = None,
 ) -> dict[str, Any]:
     """The SandboxClaim create_sandbox sends. ``warmpool`` is the seed's policy ("none",
-    "default") or the name of a warm pool to claim from (spec.warmPoolRef)."""
+    "default") or the name of a warm pool to claim from (spec.warmPoolRef); ``env`` goes to the
+    sandbox's main container (spec.env, as the template allows; a warm sandbox gets it too)."""
     if not template and warmpool in (None, "none", "default"):
         raise ValueError("create_sandbox needs a template, or the name of a warm pool as warmpool")
     if template is not None and not isinstance(template, str):
@@ -93,6 +95,10 @@ def claim_manifest(
         spec["warmpool"] = warmpool
     elif warmpool:
         spec["warmPoolRef"] = {"name": warmpool}
+    if env:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ValueError("env must map names (str) to values (str)")
+        spec["env"] = [{"name": k, "value": v} for k, v in env.items()]
     if shutdown_after_seconds is not None:
         if type(shutdown_after_seconds) is not int or shutdown_after_seconds <= 0:
             raise ValueError("shutdown_after_seconds must be a positive int")

@@ -81,14 +81,17 @@ class AsyncSandboxClient:
         warmpool: str | None = None,
         *,
         shutdown_after_seconds: int | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> AsyncSandbox:
         """Claims a sandbox from template (or from the warm pool named by warmpool; "none" and
         "default" are the seed's policies for the template's pools) and waits until it is Ready.
+        env sets variables in its main container, as the template allows (a warm one too: they
+        reach commands run through the API, and its process as the template says).
         When anything after the claim's creation fails, or the call is cancelled, the claim is
         deleted before the exception propagates."""
         manifest = _claims.claim_manifest(
             _claims.new_claim_name(), template=template, warmpool=warmpool,
-            labels=_claims.validate_labels(labels), shutdown_after_seconds=shutdown_after_seconds,
+            labels=_claims.validate_labels(labels), shutdown_after_seconds=shutdown_after_seconds, env=env,
         )
         transport = await self._connect()
         ns = self._ns(namespace)

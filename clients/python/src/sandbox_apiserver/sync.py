@@ -92,9 +92,11 @@ class SandboxClient:
 
     def create_sandbox(self, template: str | None = None, namespace: str | None = None,
                        sandbox_ready_timeout: float = DEFAULT_READY_TIMEOUT, labels: Mapping[str, str] | None = None,
-                       warmpool: str | None = None, *, shutdown_after_seconds: int | None = None) -> Sandbox:
+                       warmpool: str | None = None, *, shutdown_after_seconds: int | None = None,
+                       env: Mapping[str, str] | None = None) -> Sandbox:
         return self._wrap(self._loop.run(self._async.create_sandbox(
-            template, namespace, sandbox_ready_timeout, labels, warmpool, shutdown_after_seconds=shutdown_after_seconds)))
+            template, namespace, sandbox_ready_timeout, labels, warmpool, shutdown_after_seconds=shutdown_after_seconds,
+            env=env)))
 
     def get_sandbox(self, claim_name: str, namespace: str | None = None, resolve_timeout: float = 30.0) -> Sandbox:
         return self._wrap(self._loop.run(self._async.get_sandbox(claim_name, namespace, resolve_timeout)))

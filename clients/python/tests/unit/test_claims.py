@@ -93,3 +93,12 @@ def test_ready_sandbox_name():
     deleting["metadata"] = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
     with pytest.raises(SandboxNotFoundError, match="being deleted"):
         _claims.ready_sandbox_name(deleting, "c")
+
+
+def test_claim_manifest_env():
+    spec = _claims.claim_manifest("c", template="t", warmpool=None, labels={}, shutdown_after_seconds=None,
+                                  env={"TASK_ID": "t-1", "TOKEN": "x"})["spec"]
+    assert spec["env"] == [{"name": "TASK_ID", "value": "t-1"}, {"name": "TOKEN", "value": "x"}]
+    assert "env" not in _claims.claim_manifest("c", template="t", warmpool=None, labels={}, shutdown_after_seconds=None)["spec"]
+    with pytest.raises(ValueError, match="env must map"):
+        _claims.claim_manifest("c", template="t", warmpool=None, labels={}, shutdown_after_seconds=None, env={"A": 1})
