@@ -188,7 +188,8 @@ func adoptableBucket(sb *agentsv1beta1.Sandbox) (Bucket, bool) {
 // whether try took a candidate.
 //
 // Candidates are the members of the claim's namespace (not an earlier one of the same name, by
-// the namespace UIDs they record) and template and, under a named pool policy, of that pool.
+// the namespace UIDs they record) and template and, under a named pool policy, of that pool. The
+// template is checked on the pool that made the member, not only on its label (see madeByPool).
 func (c *Chooser) Offer(claim *extensionsv1beta1.SandboxClaim, policy extensionsv1beta1.WarmPoolPolicy, maxTries int, try func(key string, candidate *agentsv1beta1.Sandbox) (taken bool, err error)) (bool, error) {
 	bucket := Bucket{Namespace: claim.Namespace, TemplateRefHash: objectmeta.NameHash(claim.Spec.TemplateRef.Name)}
 	poolHash := objectmeta.NameHash(string(policy))
@@ -198,21 +199,23 @@ func (c *Chooser) Offer(claim *extensionsv1beta1.SandboxClaim, policy extensions
 		if err != nil {
 			return true // gone since it was queued: next drops the key
 		}
-		return objectmeta.SameNamespace(sb, claim) &&
+		// A member of another template's pool whose name hashes alike keeps its place, for that
+		// template's claims.
+		return objectmeta.SameNamespace(sb, claim) && !c.ofAnotherTemplate(sb, claim.Spec.TemplateRef.Name) &&
 			(policy == extensionsv1beta1.WarmPoolPolicyDefault || sb.Labels[extensionsv1beta1.WarmPoolSandboxLabel] == poolHash)
 	}
 	for _, b := range []Bucket{bucket, bucket.StartingBucket()} {
-		if took, err := c.offer(b, accept, maxTries, try); took || err != nil {
+		if took, err := c.offer(b, claim.Spec.TemplateRef.Name, accept, maxTries, try); took || err != nil {
 			return took, err
 		}
 	}
 	return false, nil
 }
 
-// offer is Offer in one bucket.
-func (c *Chooser) offer(bucket Bucket, accept func(string) bool, maxTries int, try func(key string, candidate *agentsv1beta1.Sandbox) (bool, error)) (bool, error) {
+// offer is Offer in one bucket, for a claim of template.
+func (c *Chooser) offer(bucket Bucket, template string, accept func(string) bool, maxTries int, try func(key string, candidate *agentsv1beta1.Sandbox) (bool, error)) (bool, error) {
 	for tries := 0; tries < maxTries; {
-		key, candidate, ok := c.next(bucket, accept)
+		key, candidate, ok := c.next(bucket, template, accept)
 		if !ok {
 			return false, nil
 		}
@@ -237,8 +240,9 @@ func (c *Chooser) offer(bucket Bucket, accept func(string) bool, maxTries int, t
 const spreadCandidates = 8
 
 // next pops the next warm sandbox of bucket; ok is false when the bucket is empty, and
-// candidate nil when the popped key no longer names an adoptable member of the bucket.
-func (c *Chooser) next(bucket Bucket, accept func(string) bool) (key string, candidate *agentsv1beta1.Sandbox, ok bool) {
+// candidate nil when the popped key no longer names an adoptable member of the bucket made for
+// template.
+func (c *Chooser) next(bucket Bucket, template string, accept func(string) bool) (key string, candidate *agentsv1beta1.Sandbox, ok bool) {
 	if c.spread {
 		skip := rand.IntN(spreadCandidates)
 		key, ok = c.queue.Pop(bucket, func(k string) bool {
@@ -264,22 +268,40 @@ func (c *Chooser) next(bucket Bucket, accept func(string) bool) (key string, can
 		// Changed since it was queued (the cache is ahead of the queue's handler).
 		return key, nil, true
 	}
-	if !c.madeByPool(sb) {
+	if !c.madeByPool(sb, template) {
 		return key, nil, true
 	}
 	return key, sb, true
 }
 
 // madeByPool says whether the pool that controls sb, by its controller reference, is the pool of
-// that name in the cache (same UID): a claim is handed only a member the pool controller made for
-// that pool, never a Sandbox someone dressed up as one.
-func (c *Chooser) madeByPool(sb *agentsv1beta1.Sandbox) bool {
+// that name in the cache (same UID) and names template: a claim is handed only a member the pool
+// controller made for that pool, never a Sandbox someone dressed up as one, and only from a pool
+// of the claim's own template. The member's template label is a 32-bit hash of the template's
+// name, which the name of a template someone else made may share.
+func (c *Chooser) madeByPool(sb *agentsv1beta1.Sandbox, template string) bool {
+	pool := c.poolOf(sb)
+	return pool != nil && pool.Spec.TemplateRef.Name == template
+}
+
+// ofAnotherTemplate says whether sb was made by a pool, the one in the cache, that names another
+// template than template.
+func (c *Chooser) ofAnotherTemplate(sb *agentsv1beta1.Sandbox, template string) bool {
+	pool := c.poolOf(sb)
+	return pool != nil && pool.Spec.TemplateRef.Name != template
+}
+
+// poolOf returns the cached pool that controls sb (its name and UID), nil when there is none.
+func (c *Chooser) poolOf(sb *agentsv1beta1.Sandbox) *extensionsv1beta1.SandboxWarmPool {
 	ref := adoption.PoolRef(sb)
 	if ref == nil {
-		return false
+		return nil
 	}
 	pool, err := c.pools.SandboxWarmPools(sb.Namespace).Get(ref.Name)
-	return err == nil && pool.UID == ref.UID
+	if err != nil || pool.UID != ref.UID {
+		return nil
+	}
+	return pool
 }
 
 // RecordAdoption emits the claim's SandboxAdopted event and counts a warm creation, with whether

@@ -6,6 +6,7 @@ package warm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,8 +29,16 @@ const (
 	testPool     = "fast-pool"
 )
 
-// testPoolObject is the pool the members' controller references name.
-var testPoolObject = &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testPool, UID: "pool-uid"}}
+// testPoolObject is the pool of the test template the members' controller references name.
+var testPoolObject = poolOf(testPool, testTemplate)
+
+// poolOf is a pool of template.
+func poolOf(name, template string) *extensionsv1beta1.SandboxWarmPool {
+	return &extensionsv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, UID: types.UID(name + "-uid")},
+		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: template}},
+	}
+}
 
 // member is a member of the test pool, of the test template, Ready or still starting.
 func member(name string, ready bool) *agentsv1beta1.Sandbox {
@@ -54,9 +63,17 @@ func member(name string, ready bool) *agentsv1beta1.Sandbox {
 // sandboxes, synced.
 func startChooser(t *testing.T, sandboxes ...*agentsv1beta1.Sandbox) *Chooser {
 	t.Helper()
+	return startChooserWith(t, []*extensionsv1beta1.SandboxWarmPool{testPoolObject}, sandboxes...)
+}
+
+// startChooserWith is startChooser with these pools.
+func startChooserWith(t *testing.T, pools []*extensionsv1beta1.SandboxWarmPool, sandboxes ...*agentsv1beta1.Sandbox) *Chooser {
+	t.Helper()
 	client := fake.NewSimpleClientset()
-	if err := client.Tracker().Create(extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxwarmpools"), testPoolObject, testNS); err != nil {
-		t.Fatal(err)
+	for _, p := range pools {
+		if err := client.Tracker().Create(extensionsv1beta1.SchemeGroupVersion.WithResource("sandboxwarmpools"), p, testNS); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, sb := range sandboxes {
 		// The tracker would guess the resource "sandboxs" from the kind.
@@ -126,5 +143,48 @@ func TestSpreadingChooserOffersEachMemberOnce(t *testing.T) {
 	}
 	if last := fmt.Sprintf("c%d", len(members)-1); got["busy"] != last {
 		t.Errorf("the starting member went to %q, want %s, after every Ready member", got["busy"], last)
+	}
+}
+
+// TestChooserChecksThePoolsTemplate: a template whose name has the test template's 32-bit hash,
+// and a pool of it, which anyone who may make both can arrange, put members in the test
+// template's bucket. A claim of the test template is never offered them, whichever pool policy
+// it names, and they keep their place for the claims of their own template, which take them.
+func TestChooserChecksThePoolsTemplate(t *testing.T) {
+	const collidingTemplate, collidingPool = "tmpl-ad1ewu5h", "colliding-pool"
+	if objectmeta.NameHash(collidingTemplate) != objectmeta.NameHash(testTemplate) {
+		t.Fatalf("%s no longer hashes as %s", collidingTemplate, testTemplate)
+	}
+	colliding := member("c1", true)
+	colliding.Labels[extensionsv1beta1.WarmPoolSandboxLabel] = objectmeta.NameHash(collidingPool)
+	colliding.OwnerReferences[0].Name, colliding.OwnerReferences[0].UID = collidingPool, collidingPool+"-uid"
+	c := startChooserWith(t, []*extensionsv1beta1.SandboxWarmPool{testPoolObject, poolOf(collidingPool, collidingTemplate)},
+		colliding, member("m1", true))
+
+	offered := func(template string, policy extensionsv1beta1.WarmPoolPolicy) []string {
+		claim := &extensionsv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "claim", UID: "claim-uid"},
+			Spec:       extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: template}},
+		}
+		var got []string
+		if _, err := c.Offer(claim, policy, 4, func(_ string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+			got = append(got, candidate.Name)
+			return false, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := offered(testTemplate, collidingPool); len(got) != 0 {
+		t.Errorf("a claim of %s naming the colliding pool was offered %q, want nothing", testTemplate, got)
+	}
+	if got := offered(testTemplate, extensionsv1beta1.WarmPoolPolicyDefault); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("a claim of %s was offered %q, want its own pool's m1", testTemplate, got)
+	}
+	if got := offered(testTemplate, extensionsv1beta1.WarmPoolPolicyDefault); len(got) != 0 {
+		t.Errorf("a second claim of %s was offered %q, want nothing", testTemplate, got)
+	}
+	if got := offered(collidingTemplate, extensionsv1beta1.WarmPoolPolicyDefault); !slices.Equal(got, []string{"c1"}) {
+		t.Errorf("a claim of %s was offered %q, want its pool's c1", collidingTemplate, got)
 	}
 }

@@ -151,6 +151,19 @@ func TestAdoptCandidates(t *testing.T) {
 			wantQueued: []string{"o1"},
 		},
 		{
+			// The template label is a 32-bit hash of the template's name: the pool says which
+			// template made a member.
+			name:      "a member of another template's pool whose name hashes alike is never adopted; it keeps its place",
+			queued:    []*agentsv1beta1.Sandbox{warmMember("c1", collidingPool), warmMember("m1", testPool)},
+			wantAdopt: "m1", wantQueued: []string{"c1"},
+		},
+		{
+			name:       "a claim naming another template's pool whose name hashes alike starts cold",
+			policy:     ptr.To(extensionsv1beta1.WarmPoolPolicy(collidingPool)),
+			queued:     []*agentsv1beta1.Sandbox{warmMember("c1", collidingPool)},
+			wantQueued: []string{"c1"},
+		},
+		{
 			name:       "none never adopts",
 			policy:     ptr.To(extensionsv1beta1.WarmPoolPolicyNone),
 			queued:     []*agentsv1beta1.Sandbox{warmMember("m1", testPool)},

@@ -36,7 +36,9 @@ const (
 	testClaimUID = claimtest.ClaimUID
 	testTemplate = claimtest.TemplateName
 	testPool     = claimtest.PoolName
-	testGen      = claimtest.Generation
+	// collidingPool's template is another whose name hashes as the test template's.
+	collidingPool = claimtest.CollidingPoolName
+	testGen       = claimtest.Generation
 )
 
 var (

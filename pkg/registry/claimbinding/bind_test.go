@@ -376,6 +376,19 @@ func TestBindCandidates(t *testing.T) {
 			wantBound: "m1", wantQueued: []string{"o1", "o2"},
 		},
 		{
+			// The template label is a 32-bit hash of the template's name: the pool says which
+			// template made a member.
+			name:      "a member of another template's pool whose name hashes alike is never offered; it keeps its place",
+			queued:    []*agentsv1beta1.Sandbox{ready("c1", collidingPool), ready("m1", testPool)},
+			wantBound: "m1", wantQueued: []string{"c1"},
+		},
+		{
+			name:       "a claim naming another template's pool whose name hashes alike is offered nothing",
+			claim:      []func(*extensionsv1beta1.SandboxClaim){warmpool(collidingPool)},
+			queued:     []*agentsv1beta1.Sandbox{ready("c1", collidingPool)},
+			wantQueued: []string{"c1"},
+		},
+		{
 			name:       "a named pool is never offered a member of another pool",
 			claim:      []func(*extensionsv1beta1.SandboxClaim){warmpool(testPool)},
 			queued:     []*agentsv1beta1.Sandbox{ready("o1", otherPool)},

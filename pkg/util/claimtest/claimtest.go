@@ -40,6 +40,14 @@ const (
 	Generation   = int64(4)
 )
 
+// CollidingTemplateName is another template whose name has TemplateName's 32-bit name hash
+// (found by meeting in the middle of FNV-1a), and CollidingPoolName a pool of it: its members
+// carry the test template's hash label, as anyone who may make templates and pools can arrange.
+const (
+	CollidingTemplateName = "tmpl-ad1ewu5h"
+	CollidingPoolName     = "colliding-pool"
+)
+
 // Now is the controller's clock in every test.
 var Now = time.Date(2026, 4, 13, 12, 0, 0, 0, time.UTC)
 
@@ -253,13 +261,13 @@ func WithRV(rv string) func(*agentsv1beta1.Sandbox) {
 }
 
 // Pools are the warm pools the tests' members belong to, as their controller references
-// name them (PoolOwnerRef).
+// name them (PoolOwnerRef): two of the test template, and one of the colliding template.
 func Pools() []*extensionsv1beta1.SandboxWarmPool {
 	var out []*extensionsv1beta1.SandboxWarmPool
-	for _, name := range []string{PoolName, "other-pool"} {
+	for name, template := range map[string]string{PoolName: TemplateName, "other-pool": TemplateName, CollidingPoolName: CollidingTemplateName} {
 		ref := PoolOwnerRef(name)
 		out = append(out, &extensionsv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, UID: ref.UID},
-			Spec: extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: TemplateName}}})
+			Spec: extensionsv1beta1.SandboxWarmPoolSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: template}}})
 	}
 	return out
 }
