@@ -28,6 +28,8 @@ DEFAULT_MAX_OUTPUT_BYTES = 16 << 20
 STDIN_CHUNK = 32 << 10
 
 _PID_WRAPPER = 'echo "$$" >&2; exec "$@"'
+# The wrapper's line is a process ID: a first stderr line longer than this is not its.
+_MAX_PID_LINE = 24
 
 Command = Union[str, Sequence[str]]
 OutputCallback = Callable[[bytes], None]
@@ -120,17 +122,22 @@ class Session:
             buf.extend(data)
 
     def _take_pid(self, data: bytes) -> bytes:
+        """Takes the wrapper's PID line off the start of stderr; what follows it is returned. A
+        first line that is no PID, or longer than a PID line can be, is passed on as output."""
         self._pid_line.extend(data)
-        line, newline, rest = bytes(self._pid_line).partition(b"\n")
-        if not newline:
-            return b""
+        end = self._pid_line.find(b"\n", 0, _MAX_PID_LINE + 1)
+        if end < 0 and len(self._pid_line) <= _MAX_PID_LINE:
+            return b""  # the line goes on in the next message
+        pending, self._pid_line = bytes(self._pid_line), bytearray()
         try:
-            self.pid = int(line)
+            if end < 0:
+                raise ValueError("no PID line")
+            self.pid = int(pending[:end])
         except ValueError:
             # Not our wrapper's line (no sh?): pass it on as output.
             self.pid = 0
-            return bytes(self._pid_line)
-        return rest
+            return pending
+        return pending[end + 1 :]
 
     def exit_code(self) -> int:
         """The command's exit code; raises when the stream ended without one."""

@@ -61,18 +61,25 @@ def write_archive(name: str, data: bytes, mode: int = 0o644) -> bytes:
     return buf.getvalue()
 
 
+def not_option(path: str) -> str:
+    """A path that a command would read as an option (it starts with "-") made a path again:
+    "-delete" becomes "./-delete", the same file. Every path given to a command goes through
+    it, besides the "--" the commands get where they take it (the Go SDK's rule)."""
+    return "./" + path if path.startswith("-") else path
+
+
 def write_argv(directory: str) -> list[str]:
     # -m: the file gets the time it is written; -o: owned by the user tar runs as.
-    return ["tar", "-xmof", "-", "-C", directory]
+    return ["tar", "-xmof", "-", "-C", not_option(directory)]
 
 
 def size_argv(directory: str, name: str) -> list[str]:
-    return ["stat", "-c", "%s", "--", posixpath.join(directory, name)]
+    return ["stat", "-c", "%s", "--", not_option(posixpath.join(directory, name))]
 
 
 def read_argv(directory: str, name: str) -> list[str]:
     # -h: the file a link points to, not the link.
-    return ["tar", "-chf", "-", "-C", directory, "--", name]
+    return ["tar", "-chf", "-", "-C", not_option(directory), "--", name]
 
 
 def read_bound(max_bytes: int) -> int:
@@ -89,6 +96,9 @@ def read_archive(archive: bytes, path: str, max_bytes: int) -> bytes:
                 raise SandboxFileError(f"{path}: no such file")
             if not member.isfile():
                 raise SandboxFileError(f"{path} is not a regular file")
+            if member.issparse():
+                # Its holes would be read as zeros the archive does not hold.
+                raise SandboxFileError(f"{path} came as a sparse archive entry, which the SDK does not read")
             if member.size > max_bytes:
                 raise SandboxFileError(f"{path} has {member.size} bytes, more than max_bytes={max_bytes}")
             f = tar.extractfile(member)
@@ -101,11 +111,12 @@ def read_archive(archive: bytes, path: str, max_bytes: int) -> bytes:
 
 
 def list_argv(directory: str) -> list[str]:
-    return ["find", directory, "-mindepth", "1", "-maxdepth", "1", "-exec", "stat", "-c", "%s %Y %f %n", "{}", "+"]
+    # find takes no "--": a directory "-delete" would be an expression.
+    return ["find", not_option(directory), "-mindepth", "1", "-maxdepth", "1", "-exec", "stat", "-c", "%s %Y %f %n", "{}", "+"]
 
 
 def exists_argv(path: str) -> list[str]:
-    return ["sh", "-c", 'test -e "$1" || test -L "$1"', "sh", path]
+    return ["sh", "-c", 'test -e "$1" || test -L "$1"', "sh", not_option(path)]
 
 
 def parse_listing(out: str) -> list[FileEntry]:

@@ -20,6 +20,9 @@ from . import _claims
 from .errors import SandboxNotFoundError, SandboxRequestError, SandboxTimeoutError, api_error
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+# The largest message of an exec or port-forward stream taken: the kubelet sends a stream's data
+# in pieces far smaller, so only a broken or hostile peer sends more.
+MAX_STREAM_MESSAGE_BYTES = 16 << 20
 
 
 def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[k8s_client.Configuration, str]:
@@ -68,7 +71,10 @@ class Transport:
         self.base = cfg.host.rstrip("/")
         self._ssl = ssl_context(cfg)
         # Bounded by the connector, not by us: each exec or watch holds a connection while it lasts.
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl, limit=0))
+        # No cookie jar: a cookie a sandbox sets through the proxy is not sent back to the API,
+        # nor to another sandbox.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self._ssl, limit=0), cookie_jar=aiohttp.DummyCookieJar())
 
     async def close(self) -> None:
         await self._session.close()
@@ -145,7 +151,7 @@ class Transport:
         try:
             return await self._session.ws_connect(
                 self.base + path, params=list(params), protocols=tuple(protocols), headers=headers,
-                max_msg_size=0, autoping=True,
+                max_msg_size=MAX_STREAM_MESSAGE_BYTES, autoping=True,
             )
         except aiohttp.WSServerHandshakeError as e:
             # The API's refusal (403, 404) comes as the handshake's status.

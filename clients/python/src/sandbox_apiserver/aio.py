@@ -14,7 +14,7 @@ from typing import AsyncIterator, Mapping
 
 import aiohttp
 
-from . import _claims, _exec, _files
+from . import _claims, _exec, _files, _proxy
 from ._transport import Transport, load_configuration
 from .errors import (
     SandboxError,
@@ -31,6 +31,8 @@ from .models import ExecutionResult, FileEntry
 log = logging.getLogger(__name__)
 
 DEFAULT_READY_TIMEOUT = 180.0
+# logs() hands a longer line over in pieces of this many bytes.
+DEFAULT_MAX_LINE_BYTES = 1 << 20
 _KILL_TIMEOUT = 10.0
 _WRITE_ATTEMPTS = 3
 
@@ -300,9 +302,12 @@ class AsyncSandbox:
     # Logs, ports, HTTP.
 
     async def logs(self, *, follow: bool = False, tail_lines: int | None = None, container: str | None = None,
-                   timestamps: bool = False) -> AsyncIterator[str]:
+                   timestamps: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> AsyncIterator[str]:
         """The main container's log, line by line; with follow, new lines as they come until the
-        caller stops iterating or the container ends."""
+        caller stops iterating or the container ends. A line longer than max_line_bytes comes in
+        pieces of that many bytes: what the sandbox writes is never held whole."""
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be positive, not {max_line_bytes}")
         transport = self._live()
         params = [("follow", "true" if follow else "false")]
         if tail_lines is not None:
@@ -315,11 +320,17 @@ class AsyncSandbox:
         async with resp:
             if resp.status >= 300:
                 raise api_error(resp.status, await resp.read(), f"reading the log of {self!r}")
-            buf = b""
-            async for chunk in resp.content.iter_any():
+            buf = bytearray()
+            async for chunk in resp.content.iter_chunked(64 << 10):
                 buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
+                while True:
+                    end = buf.find(b"\n", 0, max_line_bytes + 1)
+                    if end >= 0:
+                        line, buf = bytes(buf[:end]), buf[end + 1 :]
+                    elif len(buf) >= max_line_bytes:
+                        line, buf = bytes(buf[:max_line_bytes]), buf[max_line_bytes:]
+                    else:
+                        break
                     yield line.decode("utf-8", "replace")
             if buf:
                 yield buf.decode("utf-8", "replace")
@@ -334,18 +345,26 @@ class AsyncSandbox:
 
     async def proxy_request(self, method: str, path: str = "/", *, port: int | str | None = None,
                             body: bytes | None = None, headers: Mapping[str, str] | None = None,
-                            timeout: float | None = 60) -> ProxyResponse:
+                            timeout: float | None = 60, max_body_bytes: int = _proxy.DEFAULT_MAX_BODY_BYTES) -> ProxyResponse:
         """An HTTP request to port (default: the first the pod declares) of the sandbox through
-        the claim's proxy subresource; a suspended sandbox is woken by it."""
+        the claim's proxy subresource; a suspended sandbox is woken by it. The path stays below
+        the sandbox's proxy path (one that climbs out of it, ``..`` encoded or not, raises
+        ValueError); identity headers of the caller's (Authorization, Cookie, Impersonate-*,
+        X-Remote-*) are not sent. A response body over max_body_bytes raises SandboxRequestError."""
+        below, params = _proxy.split_target(path)
         transport = self._live()
         name = f"{self._name}:{port}" if port else self._name
-        target = self._path("proxy", name) + "/" + path.lstrip("/")
-        path_only, _, query = target.partition("?")
-        params = [tuple(kv.split("=", 1)) if "=" in kv else (kv, "") for kv in query.split("&") if kv] if query else None
+        target = self._path("proxy", name) + "/" + below
         try:
-            resp = await transport.raw(method, path_only, params=params, headers=headers, data=body, timeout=timeout)
+            resp = await transport.raw(method, target, params=params, headers=_proxy.request_headers(headers), data=body, timeout=timeout)
             async with resp:
-                return ProxyResponse(resp.status, dict(resp.headers), await resp.read())
+                data = bytearray()
+                async for chunk in resp.content.iter_chunked(64 << 10):
+                    data += chunk
+                    _proxy.check_body(len(data), max_body_bytes)
+                return ProxyResponse(resp.status, dict(resp.headers), bytes(data))
+        except _proxy.BodyTooLarge as e:
+            raise SandboxRequestError(f"{method} {path} on {self!r}: {e}") from None
         except asyncio.TimeoutError as e:
             raise SandboxTimeoutError(f"{method} {path} on {self!r}: no answer within {timeout}s") from e
         except aiohttp.ClientError as e:

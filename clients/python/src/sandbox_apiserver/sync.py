@@ -13,8 +13,8 @@ import logging
 import threading
 from typing import Any, Awaitable, Iterator, Mapping, TypeVar
 
-from . import _exec, _files
-from .aio import DEFAULT_READY_TIMEOUT, AsyncPortForward, AsyncSandbox, AsyncSandboxClient, ProxyResponse
+from . import _exec, _files, _proxy
+from .aio import DEFAULT_MAX_LINE_BYTES, DEFAULT_READY_TIMEOUT, AsyncPortForward, AsyncSandbox, AsyncSandboxClient, ProxyResponse
 from .models import ExecutionResult, FileEntry
 
 T = TypeVar("T")
@@ -155,8 +155,9 @@ class Sandbox:
         self._loop.run(self._async.terminate())
 
     def logs(self, *, follow: bool = False, tail_lines: int | None = None, container: str | None = None,
-             timestamps: bool = False) -> Iterator[str]:
-        lines = self._async.logs(follow=follow, tail_lines=tail_lines, container=container, timestamps=timestamps)
+             timestamps: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[str]:
+        lines = self._async.logs(follow=follow, tail_lines=tail_lines, container=container, timestamps=timestamps,
+                                 max_line_bytes=max_line_bytes)
         try:
             while True:
                 try:
@@ -170,8 +171,10 @@ class Sandbox:
         return PortForward(self._loop, self._async.port_forward(port, local_port))
 
     def proxy_request(self, method: str, path: str = "/", *, port: int | str | None = None, body: bytes | None = None,
-                      headers: Mapping[str, str] | None = None, timeout: float | None = 60) -> ProxyResponse:
-        return self._loop.run(self._async.proxy_request(method, path, port=port, body=body, headers=headers, timeout=timeout))
+                      headers: Mapping[str, str] | None = None, timeout: float | None = 60,
+                      max_body_bytes: int = _proxy.DEFAULT_MAX_BODY_BYTES) -> ProxyResponse:
+        return self._loop.run(self._async.proxy_request(method, path, port=port, body=body, headers=headers, timeout=timeout,
+                                                        max_body_bytes=max_body_bytes))
 
     def suspend(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
         self._loop.run(self._async.suspend(timeout))

@@ -56,3 +56,19 @@ def test_exit_code_of_a_command_that_did_not_run():
         _exec.exit_code({"status": "Failure", "reason": "InternalError", "message": 'exec: "nope": executable file not found'})
     with pytest.raises(SandboxRequestError, match="ended before"):
         _exec.Session().exit_code()
+
+
+def test_session_bounds_the_pid_line():
+    # A sandbox without the wrapper's sh (or a hostile one) writes a first stderr line that never
+    # ends: it is passed on as output once longer than a PID line can be, not held.
+    s = _exec.Session(max_output_bytes=1 << 20)
+    s.feed(b"\x02" + b"9" * 20)
+    assert s.pid is None and s.out[_exec.STDERR] == b""
+    s.feed(b"\x02" + b"9" * 20)
+    assert s.pid == 0 and s.out[_exec.STDERR] == b"9" * 40
+    s.feed(b"\x02more")
+    assert s.out[_exec.STDERR] == b"9" * 40 + b"more"
+    # The wrapper's line and the command's first output in one message.
+    s = _exec.Session()
+    s.feed(b"\x0242\nfirst")
+    assert s.pid == 42 and s.out[_exec.STDERR] == b"first"

@@ -67,3 +67,26 @@ def test_content():
     assert _files.as_bytes(bytearray(b"\x00")) == b"\x00"
     with pytest.raises(TypeError):
         _files.as_bytes(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", ["-delete", "-exec", "--help"])
+def test_paths_are_never_options(path):
+    assert _files.list_argv(path)[1] == "./" + path
+    assert _files.exists_argv(path)[-1] == "./" + path
+    assert _files.write_argv(path)[-1] == "./" + path
+    assert _files.read_argv(path, "f")[-3] == "./" + path
+    assert _files.size_argv(path, "f")[-1] == "./" + path + "/f"
+    assert _files.list_argv("/tmp/" + path)[1] == "/tmp/" + path
+
+
+def test_read_archive_refuses_sparse_entries():
+    # Ten kilobytes that read as a terabyte of zeros.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("f")
+        info.size = 5
+        info.pax_headers = {"GNU.sparse.size": str(1 << 40), "GNU.sparse.map": "0,5", "GNU.sparse.numblocks": "1"}
+        tar.addfile(info, io.BytesIO(b"hello"))
+    for max_bytes in (64 << 20, 1 << 41):
+        with pytest.raises(SandboxFileError, match="sparse"):
+            _files.read_archive(buf.getvalue(), "/f", max_bytes)
