@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +121,18 @@ func TestHostFilter(t *testing.T) {
 	}
 	if _, err := hostFilter("("); err == nil {
 		t.Error("an invalid expression was accepted")
+	}
+}
+
+func TestParseMaxBytes(t *testing.T) {
+	for in, want := range map[string]int64{"8Gi": 8 << 30, "512Mi": 512 << 20, "1": 1, "1k": 1000} {
+		if got, err := parseMaxBytes(in); err != nil || got != want {
+			t.Errorf("parseMaxBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0", "-1Gi", "0.5", "lots", ""} {
+		if got, err := parseMaxBytes(in); err == nil || !strings.Contains(err.Error(), "--max-bytes") {
+			t.Errorf("parseMaxBytes(%q) = %d, %v; want an error naming --max-bytes", in, got, err)
+		}
 	}
 }

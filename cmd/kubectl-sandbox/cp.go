@@ -9,24 +9,30 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/sdk/sandbox"
 )
 
 func newCopyCommand(o *options) *cobra.Command {
-	var container string
+	var container, maxBytes string
 	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and directories into and out of a sandbox",
 		Long: `Copy a file or directory tree into or out of a sandbox, as kubectl cp does: the
 sandbox side is written NAME:PATH (or NAMESPACE/NAME:PATH, sandbox/NAME:PATH,
 sandboxclaim/NAME:PATH), and DST names the copy. The sandbox needs tar; the data
-is streamed, and what comes out of a sandbox is written only below DST.`,
+is streamed, and what comes out of a sandbox is written only below DST, at most
+--max-bytes of file contents in all; sparse archive entries are refused.`,
 		Example: `  kubectl sandbox cp ./data.csv mine:/work/data.csv
   kubectl sandbox cp mine:/work/results ./results
   kubectl sandbox cp team-a/mine:/work/out.log out.log`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, err := parseMaxBytes(maxBytes)
+			if err != nil {
+				return err
+			}
 			src, err := parseFileSpec(args[0])
 			if err != nil {
 				return err
@@ -61,7 +67,7 @@ is streamed, and what comes out of a sandbox is written only below DST.`,
 			if dst.remote() {
 				return sb.CopyTo(ctx, src.path, dst.path)
 			}
-			skipped, err := sb.CopyFrom(ctx, src.path, dst.path)
+			skipped, err := sb.CopyFrom(ctx, src.path, dst.path, sandbox.MaxBytes(limit))
 			if skipped > 0 {
 				fmt.Fprintf(o.ErrOut, "left out %d links pointing outside %s, devices or FIFOs\n", skipped, dst.path)
 			}
@@ -69,7 +75,22 @@ is streamed, and what comes out of a sandbox is written only below DST.`,
 		},
 	}
 	cmd.Flags().StringVarP(&container, "container", "c", "", "the container (default: the sandbox's main container)")
+	cmd.Flags().StringVar(&maxBytes, "max-bytes", resource.NewQuantity(sandbox.DefaultMaxCopyBytes, resource.BinarySI).String(),
+		"the most bytes of file contents a copy out of the sandbox writes, as a quantity (512Mi, 20Gi)")
 	return cmd
+}
+
+// parseMaxBytes reads --max-bytes: a positive quantity of bytes.
+func parseMaxBytes(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("--max-bytes %q: %w", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 {
+		return 0, fmt.Errorf("--max-bytes %q: want a positive whole number of bytes, such as 512Mi or 20Gi", s)
+	}
+	return n, nil
 }
 
 // fileSpec is one side of cp: a local path, or a path in the sandbox name (in namespace, when

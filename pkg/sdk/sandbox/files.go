@@ -194,8 +194,12 @@ func (s *Sandbox) ReadFile(ctx context.Context, filePath string) (io.ReadCloser,
 	stream := s.receiveTar(ctx, dirOrRoot(dir), name, true)
 	tr := tar.NewReader(stream)
 	hdr, err := tr.Next()
-	if err == nil && hdr.Typeflag != tar.TypeReg {
+	switch {
+	case err != nil:
+	case hdr.Typeflag != tar.TypeReg:
 		err = fmt.Errorf("%s is not a regular file", filePath)
+	case sparse(hdr):
+		err = fmt.Errorf("%s: %w", filePath, ErrSparseEntry)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -239,11 +243,39 @@ func (f *fileReader) Close() error {
 	return nil
 }
 
+// maxTarTrailerBytes bounds what CopyFrom reads after the end of the archive: tar's padding to a
+// record, which is smaller.
+const maxTarTrailerBytes = 1 << 20
+
+// DefaultMaxCopyBytes bounds the bytes of the files CopyFrom writes unless MaxBytes says
+// otherwise: what a sandbox sends decides the size of the copy, not the caller.
+const DefaultMaxCopyBytes = 8 << 30
+
+// CopyOption adjusts CopyFrom.
+type CopyOption func(*copyOptions)
+
+type copyOptions struct {
+	maxBytes int64
+}
+
+// MaxBytes bounds the bytes of the files CopyFrom writes, in all (DefaultMaxCopyBytes when not
+// given). A file that would take the copy past it fails with ErrCopyTooLarge before any of it
+// is written; the files before it stay.
+func MaxBytes(n int64) CopyOption {
+	return func(o *copyOptions) { o.maxBytes = n }
+}
+
 // CopyFrom copies the file or directory tree src of the sandbox to the local path dst, as
 // `kubectl cp NAME:SRC DST` does: dst names the copy. Whatever the archive coming out of the
 // sandbox holds, nothing is written outside dst (see the package documentation); symbolic links
-// pointing outside the copy, devices and FIFOs are left out, and their count returned.
-func (s *Sandbox) CopyFrom(ctx context.Context, src, dst string) (skipped int, err error) {
+// pointing outside the copy, devices and FIFOs are left out, and their count returned. The files
+// hold at most MaxBytes in all, and sparse entries, whose holes would be written as zeros the
+// sandbox never sent, fail with ErrSparseEntry.
+func (s *Sandbox) CopyFrom(ctx context.Context, src, dst string, opts ...CopyOption) (skipped int, err error) {
+	o := copyOptions{maxBytes: DefaultMaxCopyBytes}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx, span := s.startSpan(ctx, "sandbox.CopyFrom", attribute.String("file.path", src))
 	defer func() { endSpan(span, err) }()
 	dir, name := path.Split(path.Clean(src))
@@ -253,9 +285,17 @@ func (s *Sandbox) CopyFrom(ctx context.Context, src, dst string) (skipped int, e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := s.receiveTar(ctx, dirOrRoot(dir), name, false)
-	skipped, err = extractTar(stream, name, dst)
-	// Drain what is left, so tar's exit status (and message) is known.
-	_, _ = io.Copy(io.Discard, stream)
+	skipped, err = extractTar(stream, name, dst, o.maxBytes)
+	if errors.Is(err, ErrCopyTooLarge) || errors.Is(err, ErrSparseEntry) {
+		// Stop tar rather than read the rest of a stream whose length the sandbox decides.
+		cancel()
+		stream.PipeReader.Close()
+		<-stream.done
+		return skipped, err
+	}
+	// Drain what is left, so tar's exit status (and message) is known: tar pads its archive to a
+	// record, and a sandbox that sends more past the end is cut off.
+	_, _ = io.Copy(io.Discard, io.LimitReader(stream, maxTarTrailerBytes))
 	return skipped, stream.result(err)
 }
 

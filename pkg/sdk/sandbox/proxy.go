@@ -4,6 +4,8 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,7 +22,8 @@ const proxyAttempts = 5
 
 // ProxyURL is the URL of path on port of the sandbox, through the API server's proxy
 // subresource: what kubectl get --raw or a client with the kubeconfig's credentials can GET.
-// An empty port means the first port the sandbox's pod declares.
+// An empty port means the first port the sandbox's pod declares. path is taken as it is: check
+// one that is not the caller's own as HTTPClient does (a ".." would leave the proxy path).
 func (s *Sandbox) ProxyURL(port, path string) *url.URL {
 	name := s.name
 	if port != "" {
@@ -33,7 +36,10 @@ func (s *Sandbox) ProxyURL(port, path string) *url.URL {
 
 // HTTPClient returns an HTTP client whose requests go to port of the sandbox through the proxy
 // subresource, with the client's credentials. Only the path and query of a request's URL are
-// used: write them against any host, for example http://sandbox/healthz. An empty port means
+// used: write them against any host, for example http://sandbox/healthz. A path that climbs out
+// of the sandbox's proxy path fails with ErrOutsideProxyPath before anything is sent, and headers
+// that carry an identity to the cluster's API (Authorization, Proxy-Authorization, Cookie,
+// Impersonate-*, X-Remote-*) are not sent. An empty port means
 // the first port the sandbox's pod declares. GET, HEAD, OPTIONS and requests whose body can be
 // sent again (GetBody) are retried while the sandbox answers 502, 503 or 504 (it may be waking
 // up) or 429, after the Retry-After it asks for.
@@ -53,6 +59,12 @@ type proxyTransport struct {
 }
 
 func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := belowProxyPath(req.URL); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
 	target := t.sandbox.ProxyURL(t.port, req.URL.Path)
 	if req.URL.RawPath != "" {
 		// Keep the request's own escaping (an escaped slash stays one segment).
@@ -92,12 +104,45 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// ErrOutsideProxyPath is the error of a request whose path would climb out of the sandbox's
+// proxy path: the request goes to the cluster's API with the client's credentials, and a path
+// such as ../../../../api/v1/namespaces/NS/secrets would be another API request.
+var ErrOutsideProxyPath = errors.New("sandbox: the path climbs out of the sandbox's proxy path")
+
+// belowProxyPath checks that u's path stays below the proxy path, counting ".." segments as
+// written, percent-encoded ("%2e%2e", "..%2f") or with backslashes for slashes, however a server
+// on the way may read them. The Python SDK keeps the same rule.
+func belowProxyPath(u *url.URL) error {
+	escaped := u.EscapedPath()
+	decoded, err := url.PathUnescape(escaped)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrOutsideProxyPath, escaped, err)
+	}
+	depth := 0
+	for _, segment := range strings.FieldsFunc(decoded, func(r rune) bool { return r == '/' || r == '\\' }) {
+		switch segment {
+		case ".":
+		case "..":
+			if depth--; depth < 0 {
+				return fmt.Errorf("%w: %q", ErrOutsideProxyPath, escaped)
+			}
+		default:
+			depth++
+		}
+	}
+	return nil
+}
+
 // dropAPIServerHeaders removes what kube-apiserver, not the sandbox, would act on: credentials
-// (the client's own are added after) and impersonation. The proxy does not forward them to the
-// sandbox anyway.
+// and cookies (the client's own credentials are added after), impersonation and the
+// authenticating proxy's identity headers. Names are compared without case and with "_" and "-"
+// alike. The proxy does not forward them to the sandbox anyway; the Python SDK drops the same.
 func dropAPIServerHeaders(h http.Header) {
 	for key := range h {
-		if key == "Authorization" || key == "Proxy-Authorization" || strings.HasPrefix(key, "Impersonate-") {
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(key)), "_", "-")
+		switch {
+		case name == "authorization", name == "proxy-authorization", name == "cookie", name == "host",
+			strings.HasPrefix(name, "impersonate-"), strings.HasPrefix(name, "x-remote-"):
 			delete(h, key)
 		}
 	}

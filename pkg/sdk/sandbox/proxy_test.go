@@ -4,6 +4,7 @@
 package sandbox
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,5 +75,85 @@ func TestHTTPClient(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the API server saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHTTPClientStaysBelowTheProxyPath: a path that would climb out of the sandbox's proxy path
+// into the rest of the API, as written or encoded, fails before anything reaches the API server;
+// identity headers in any spelling are not sent; paths below the proxy path are.
+func TestHTTPClientStaysBelowTheProxyPath(t *testing.T) {
+	var mu sync.Mutex
+	var seen []*http.Request
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r)
+	}))
+	defer server.Close()
+	client, err := NewClient(&rest.Config{Host: server.URL, BearerToken: "the-client's"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, err := client.newSandbox("team-a", KindClaim, "mine").HTTPClient("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		"/../../../../../../api/v1/namespaces/team-a/secrets",
+		"/a/../../../../../../../api/v1/namespaces/team-a/secrets",
+		"/%2e%2e/%2E%2E/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/v1/secrets",
+		"/.%2e/.%2e/.%2e/.%2e/.%2e/.%2e/api/v1/secrets",
+		"/..%2f..%2f..%2f..%2f..%2f..%2fapi/v1/secrets",
+		`/..\..\..\..\..\..\api\v1\secrets`,
+		"/ok/../..",
+	} {
+		req, err := http.NewRequest(http.MethodDelete, "http://sandbox"+p, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if resp, err := httpClient.Do(req); !errors.Is(err, ErrOutsideProxyPath) {
+			if err == nil {
+				resp.Body.Close()
+			}
+			t.Errorf("DELETE %s: %v, want ErrOutsideProxyPath", p, err)
+		}
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Errorf("the API server saw %d requests, want none", len(seen))
+	}
+	mu.Unlock()
+
+	req, _ := http.NewRequest(http.MethodGet, "http://sandbox/a/./b/../c/%252e%252e?x=1", nil)
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "Impersonate-User", "Impersonate_Group", "impersonate-extra-scopes",
+		"X-Remote-User", "X_Remote_Group", "Cookie"} {
+		req.Header[h] = []string{"forged"}
+	}
+	req.Header.Set("X-Request-Id", "kept")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("the API server saw %d requests, want 1", len(seen))
+	}
+	got := seen[0]
+	if want := "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/team-a/sandboxclaims/mine/proxy/a/./b/../c/%252e%252e?x=1"; got.RequestURI != want {
+		t.Errorf("request URI %s, want %s", got.RequestURI, want)
+	}
+	for name, values := range got.Header {
+		lower := strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+		if strings.HasPrefix(lower, "impersonate-") || strings.HasPrefix(lower, "x-remote-") || lower == "cookie" || lower == "proxy-authorization" {
+			t.Errorf("header %s: %q sent", name, values)
+		}
+	}
+	if auth := got.Header.Get("Authorization"); auth != "Bearer the-client's" {
+		t.Errorf("Authorization %q, want the client's", auth)
+	}
+	if got.Header.Get("X-Request-Id") != "kept" {
+		t.Errorf("X-Request-Id dropped")
 	}
 }

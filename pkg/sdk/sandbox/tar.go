@@ -105,15 +105,57 @@ func writeTarTree(tw *tar.Writer, src, name string, sizes tarSizes) error {
 // ErrUnsafeEntry is the error of an archive entry that would land outside the destination.
 var ErrUnsafeEntry = errors.New("archive entry outside the destination")
 
+// ErrSparseEntry is the error of a sparse archive entry: its holes read as zeros the archive does
+// not hold, so a few kilobytes from a sandbox could be written out as terabytes.
+var ErrSparseEntry = errors.New("sparse archive entry refused")
+
+// ErrCopyTooLarge is the error of a copy out of a sandbox whose files hold more bytes than the
+// caller's bound (see MaxBytes).
+var ErrCopyTooLarge = errors.New("the copy is larger than its bound")
+
+// sparse says whether hdr is a sparse entry, in the old GNU format or in one of the PAX ones.
+func sparse(hdr *tar.Header) bool {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for key := range hdr.PAXRecords {
+		if strings.HasPrefix(key, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// copyBudget counts the bytes of the files a copy writes against its bound.
+type copyBudget struct {
+	left, limit int64
+}
+
+// take reserves what the regular file hdr is about to write, or fails naming the bound; a sparse
+// entry is refused whatever its size.
+func (b *copyBudget) take(hdr *tar.Header) error {
+	switch {
+	case sparse(hdr):
+		return fmt.Errorf("%w: %q", ErrSparseEntry, hdr.Name)
+	case hdr.Size > b.left:
+		return fmt.Errorf("%w: %q has %d bytes, and the copy may write at most %d in all", ErrCopyTooLarge, hdr.Name, hdr.Size, b.limit)
+	}
+	b.left -= hdr.Size
+	return nil
+}
+
 // extractTar extracts the tar stream r into dest, renaming its top entry name to dest (the way
 // cp names a copy): name/x lands in dest/x, and a single file name becomes the file dest.
 // Everything is created through an os.Root opened on dest (on its parent directory for a
 // single file), so no entry name, .., absolute path or symbolic link, in the archive or already
 // on disk, can make it write outside dest. Links whose target would lie outside dest are
 // skipped, as are devices and FIFOs; an entry outside name is an error wrapping ErrUnsafeEntry.
-// It returns how many entries were skipped.
-func extractTar(r io.Reader, name, dest string) (skipped int, err error) {
+// The files written hold at most limit bytes in all (ErrCopyTooLarge), and a sparse entry is
+// refused (ErrSparseEntry), each before anything of that entry is written. It returns how many
+// entries were skipped.
+func extractTar(r io.Reader, name, dest string, limit int64) (skipped int, err error) {
 	dest = filepath.Clean(dest)
+	budget := &copyBudget{left: limit, limit: limit}
 	tr := tar.NewReader(r)
 	hdr, err := tr.Next()
 	if errors.Is(err, io.EOF) {
@@ -129,6 +171,9 @@ func extractTar(r io.Reader, name, dest string) (skipped int, err error) {
 	}
 	switch hdr.Typeflag {
 	case tar.TypeReg:
+		if err := budget.take(hdr); err != nil {
+			return 0, err
+		}
 		root, err := os.OpenRoot(filepath.Dir(dest))
 		if err != nil {
 			return 0, err
@@ -174,6 +219,9 @@ func extractTar(r io.Reader, name, dest string) (skipped int, err error) {
 		case tar.TypeDir:
 			err = root.MkdirAll(target, mode|0o700)
 		case tar.TypeReg:
+			if err = budget.take(hdr); err != nil {
+				return skipped, err
+			}
 			if err = root.MkdirAll(filepath.Dir(target), 0o755); err == nil {
 				err = writeEntry(root, target, mode, tr, hdr.Size)
 			}

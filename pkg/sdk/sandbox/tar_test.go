@@ -7,6 +7,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +91,7 @@ func TestExtractTarConfined(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			_, err := extractTar(archive(t, tc.entries...), "d", dest)
+			_, err := extractTar(archive(t, tc.entries...), "d", dest, DefaultMaxCopyBytes)
 			switch {
 			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
 				t.Errorf("error %v, want %v", err, tc.wantErr)
@@ -157,7 +158,7 @@ func TestTarRoundTrip(t *testing.T) {
 		t.Errorf("sizes %v", sizes)
 	}
 	dest := filepath.Join(t.TempDir(), "dest")
-	if _, err := extractTar(&buf, "copy", dest); err != nil {
+	if _, err := extractTar(&buf, "copy", dest, DefaultMaxCopyBytes); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dest, "sub/b")); len(b) != 70000 {
@@ -174,13 +175,124 @@ func TestTarRoundTrip(t *testing.T) {
 // TestExtractSingleFile renames a single file to the destination.
 func TestExtractSingleFile(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "renamed.txt")
-	if _, err := extractTar(archive(t, entry{name: "orig.txt", body: "ok", typ: tar.TypeReg}), "orig.txt", dest); err != nil {
+	if _, err := extractTar(archive(t, entry{name: "orig.txt", body: "ok", typ: tar.TypeReg}), "orig.txt", dest, DefaultMaxCopyBytes); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(dest); err != nil || string(b) != "ok" {
 		t.Errorf("%q, %v", b, err)
 	}
-	if _, err := extractTar(archive(t), "orig.txt", dest); err == nil {
+	if _, err := extractTar(archive(t), "orig.txt", dest, DefaultMaxCopyBytes); err == nil {
 		t.Error("an empty archive: no error")
+	}
+}
+
+// rawHeader is a ustar header block, written by hand: archive/tar writes no sparse entries, which
+// a hostile sandbox's tar may.
+func rawHeader(name string, typ byte, size int) []byte {
+	b := make([]byte, 512)
+	copy(b, name)
+	copy(b[100:], "0000644\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", size))
+	copy(b[136:], "00000000000\x00")
+	b[156] = typ
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+// block pads p to whole 512-byte blocks.
+func block(p []byte) []byte {
+	return append(p, make([]byte, (512-len(p)%512)%512)...)
+}
+
+// sparseArchive is a few kilobytes holding, under prefix, a regular file "small" of 2 bytes and
+// then a PAX sparse entry "sparse" of 5 stored bytes that reads as realSize bytes.
+func sparseArchive(prefix string, realSize int64) *bytes.Buffer {
+	var records []byte
+	for _, kv := range []string{"GNU.sparse.map=0,5", "GNU.sparse.numblocks=1", fmt.Sprintf("GNU.sparse.size=%d", realSize)} {
+		// A record's length counts its own digits.
+		n := len(kv) + 3
+		for len(fmt.Sprintf("%d %s\n", n, kv)) != n {
+			n++
+		}
+		records = append(records, fmt.Sprintf("%d %s\n", n, kv)...)
+	}
+	var buf bytes.Buffer
+	if prefix != "" {
+		buf.Write(rawHeader(prefix+"/", tar.TypeDir, 0))
+		prefix += "/"
+	}
+	buf.Write(rawHeader(prefix+"small", tar.TypeReg, 2))
+	buf.Write(block([]byte("ok")))
+	buf.Write(rawHeader("PaxHeaders/sparse", tar.TypeXHeader, len(records)))
+	buf.Write(block(records))
+	buf.Write(rawHeader(prefix+"sparse", tar.TypeReg, 5))
+	buf.Write(block([]byte("hello")))
+	buf.Write(make([]byte, 1024))
+	return &buf
+}
+
+// TestExtractTarBounded: a sparse entry, which would be written as a terabyte of zeros from a
+// few kilobytes, is refused before any of it is written, inside a tree or as the single file
+// copied, and so is a file that would take the copy past its bound; the files before stay.
+func TestExtractTarBounded(t *testing.T) {
+	// The archive is what the sandbox's tar could send: archive/tar reads it as a terabyte.
+	tr := tar.NewReader(sparseArchive("", 1<<40))
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Name == "sparse" {
+			if hdr.Size != 1<<40 || !sparse(hdr) {
+				t.Fatalf("the test archive's sparse entry reads as %d bytes, sparse %v", hdr.Size, sparse(hdr))
+			}
+			break
+		}
+	}
+
+	// 64 MiB below: should the refusal ever break, the test writes that much, not a terabyte.
+	dest := filepath.Join(t.TempDir(), "dest")
+	if _, err := extractTar(sparseArchive("d", 64<<20), "d", dest, 1<<50); !errors.Is(err, ErrSparseEntry) {
+		t.Errorf("a sparse entry in a tree: %v, want ErrSparseEntry", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dest, "sparse")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sparse entry was written: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dest, "small")); err != nil || string(b) != "ok" {
+		t.Errorf("the file before it: %q, %v", b, err)
+	}
+
+	single := filepath.Join(t.TempDir(), "single")
+	var one bytes.Buffer
+	one.Write(sparseArchive("", 64<<20).Bytes()[1024:]) // from the PAX header of "sparse" on
+	if _, err := extractTar(&one, "sparse", single, 1<<50); !errors.Is(err, ErrSparseEntry) {
+		t.Errorf("a sparse single file: %v, want ErrSparseEntry", err)
+	}
+	if _, err := os.Lstat(single); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sparse single file was written: %v", err)
+	}
+
+	bounded := filepath.Join(t.TempDir(), "bounded")
+	entries := []entry{{name: "d/", typ: tar.TypeDir}, {name: "d/a", body: "12345", typ: tar.TypeReg}, {name: "d/b", body: "12345", typ: tar.TypeReg}}
+	_, err := extractTar(archive(t, entries...), "d", bounded, 9)
+	if !errors.Is(err, ErrCopyTooLarge) || !strings.Contains(err.Error(), "at most 9") {
+		t.Errorf("a copy past its bound: %v, want ErrCopyTooLarge naming 9", err)
+	}
+	if _, err := os.Lstat(filepath.Join(bounded, "b")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file past the bound was written: %v", err)
+	}
+	if _, err := extractTar(archive(t, entries...), "d", filepath.Join(t.TempDir(), "fits"), 10); err != nil {
+		t.Errorf("a copy of exactly its bound: %v", err)
+	}
+	if _, err := extractTar(archive(t, entry{name: "f", body: "12345", typ: tar.TypeReg}), "f", filepath.Join(t.TempDir(), "f"), 4); !errors.Is(err, ErrCopyTooLarge) {
+		t.Errorf("a single file past the bound: %v, want ErrCopyTooLarge", err)
 	}
 }
