@@ -226,3 +226,30 @@ def test_errors_and_cleanup_on_failed_create(client, plane):
         return all(c["metadata"].get("deletionTimestamp") for c in left.values())
 
     until("the failed creates' claims to be deleted", none_left)
+
+
+def test_what_the_sandbox_sends_is_confined(sandbox, plane):
+    """SECURITY.md attack 28, as the claim-only tenant: a path that climbs out of the proxy path
+    is refused before it reaches the API, a body past the caller's bound is refused, and a
+    directory named like an option is listed, not run."""
+    with pytest.raises(ValueError):
+        sandbox.proxy_request("GET", f"../../../../../../../api/v1/namespaces/{plane.namespace}/pods", port=plane.http_port)
+    with pytest.raises(ValueError):
+        sandbox.proxy_request("GET", "%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/api/v1/pods", port=plane.http_port)
+    with pytest.raises(sdk.SandboxRequestError, match="max_body_bytes"):
+        sandbox.proxy_request("GET", "/healthz", port=plane.http_port, max_body_bytes=1)
+    assert sandbox.proxy_request("GET", "/a/../healthz", port=plane.http_port, headers={"Impersonate-User": "admin"}).text == "ok\n"
+    if not plane.real_node:
+        return  # kwok runs commands in a directory of this machine: no find -delete there, even refused
+    keep = f"keep-{os.getpid()}"
+    sandbox.files.write(keep, b"still here")
+    try:
+        with pytest.raises(sdk.SandboxFileError):
+            sandbox.files.list("-delete")  # no such directory; find -delete would have emptied .
+        assert sandbox.files.exists(keep)
+        sandbox.commands.run(["mkdir", "./-delete"])
+        sandbox.files.write("-delete/inside", b"x")
+        assert [e.name for e in sandbox.files.list("-delete")] == ["inside"]
+        assert sandbox.files.read(keep) == b"still here"
+    finally:
+        sandbox.commands.run(["rm", "-rf", "./-delete", keep])
