@@ -6,7 +6,7 @@ DEPLOY_DIR="${ROOT}/artifacts/deploy"
 DEPLOY_NAMESPACE="sandbox-system"
 DEPLOY_VALUES="${ROOT}/hack/deploy-values.yaml"
 # The chart's templates rendered into artifacts/deploy, each to the file of its name.
-DEPLOY_TEMPLATES=(namespace serviceaccount rbac etcd deployment service apiservices)
+DEPLOY_TEMPLATES=(namespace serviceaccount rbac childrenpolicy etcd deployment service apiservices)
 
 # helm_bin: the helm hack/build-tools.sh links into _output/tools/bin.
 helm_bin() {

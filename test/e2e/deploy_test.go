@@ -32,6 +32,8 @@ var deployObjects = []string{
 	"rolebinding.rbac.authorization.k8s.io/sandbox-apiserver:leader-election",
 	"clusterrole.rbac.authorization.k8s.io/sandbox-apiserver:aggregate-to-edit",
 	"clusterrole.rbac.authorization.k8s.io/sandbox-apiserver:aggregate-to-view",
+	"validatingadmissionpolicy.admissionregistration.k8s.io/sandbox-apiserver-children",
+	"validatingadmissionpolicybinding.admissionregistration.k8s.io/sandbox-apiserver-children",
 	"service/sandbox-etcd-peer",
 	"service/sandbox-etcd",
 	"statefulset.apps/sandbox-etcd",
