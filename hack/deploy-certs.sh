@@ -188,6 +188,7 @@ render() {
 render namespace.yaml 00-namespace.yaml
 render serviceaccount.yaml 01-serviceaccount.yaml
 render rbac.yaml 02-rbac.yaml
+render childrenpolicy.yaml 02-childrenpolicy.yaml
 secret "${SECRET}" kubernetes.io/tls \
   "tls.crt=${CERTS}/serving.crt" "tls.key=${CERTS}/serving.key" >"${MANIFESTS}/03-serving-cert-secret.yaml"
 {

@@ -162,7 +162,7 @@ func checkRendered(t *testing.T, manifests, image string, caPEM, servingPEM []by
 	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
 		t.Fatalf("decoding the dry-run objects: %v", err)
 	}
-	clusterScoped := []string{"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService"}
+	clusterScoped := []string{"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 	apiServices := 0
 	for _, o := range list.Items {
 		name := o.Kind + "/" + o.Metadata.Name
