@@ -5,7 +5,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,5 +86,74 @@ spec:
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxclaim/theirs", "--timeout=90s")
 	if got := jsonpath(t, ns, "{.status.sandbox.name}", "sandboxclaim", "theirs"); got != member {
 		t.Errorf("the claim of the pool's own template got sandbox %q, want the member %s", got, member)
+	}
+}
+
+// inflatingTar stands in for tar in a hostile sandbox: asked for an archive (-c), it sends, in
+// three kilobytes, a PAX sparse entry of the name asked for that reads as a terabyte of zeros;
+// anything else goes to the real tar.
+const inflatingTar = `#!/usr/bin/python3
+import os, sys
+if not any(a.startswith("-c") for a in sys.argv[1:]):
+    os.execv("/usr/bin/tar", ["tar"] + sys.argv[1:])
+name = sys.argv[sys.argv.index("--") + 1]
+def header(name, typ, size):
+    b = bytearray(512)
+    b[0:len(name)] = name.encode()
+    b[100:124] = b"0000644\0" + b"0000000\0" + b"0000000\0"
+    b[124:148] = b"%011o\0" % size + b"00000000000\0"
+    b[156:157] = typ
+    b[257:265] = b"ustar\x0000"
+    b[148:156] = b" " * 8
+    b[148:156] = b"%06o\0 " % sum(b)
+    return bytes(b)
+def block(p):
+    return p + b"\0" * (-len(p) % 512)
+records = b""
+for kv in (b"GNU.sparse.map=0,5", b"GNU.sparse.numblocks=1", b"GNU.sparse.size=%d" % (1 << 40)):
+    n = len(kv) + 3
+    while len(b"%d %s\n" % (n, kv)) != n:
+        n += 1
+    records += b"%d %s\n" % (n, kv)
+sys.stdout.buffer.write(header("PaxHeaders/" + name, b"x", len(records)) + block(records)
+                        + header(name, b"0", 5) + block(b"hello") + b"\0" * 10240)
+`
+
+// TestCopyOutBoundedAgainstItsSandbox (attack 28): a claim-only tenant's own sandbox turns
+// hostile. A file larger than --max-bytes is refused naming the bound and not written, and copies
+// under the default bound; then the sandbox's tar answers with a sparse entry of a terabyte, which
+// kubectl sandbox cp refuses without writing anything.
+func TestCopyOutBoundedAgainstItsSandbox(t *testing.T) {
+	t.Parallel()
+	ns := newRealNamespace(t)
+	applyHTTPTemplate(t, ns, "hostile")
+	_, kc := newClaimTenant(t, ns)
+	pluginOK(t, kc, "claim", "--template", "hostile", "--name", "mine", "--wait")
+	pluginOK(t, kc, "exec", "mine", "--", "sh", "-c", "head -c 2097152 /dev/urandom > /tmp/two.bin")
+	local := t.TempDir()
+
+	bounded := filepath.Join(local, "bounded.bin")
+	_, stderr, code := plugin(t, kc, "", "cp", "--max-bytes=1Mi", "mine:/tmp/two.bin", bounded)
+	if code == 0 || !strings.Contains(stderr, "at most 1048576") {
+		t.Errorf("cp past --max-bytes: exit code %d, stderr %q; want a failure naming the bound", code, stderr)
+	}
+	if _, err := os.Lstat(bounded); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file past the bound was written: %v", err)
+	}
+	pluginOK(t, kc, "cp", "mine:/tmp/two.bin", filepath.Join(local, "two.bin"))
+	if info, err := os.Stat(filepath.Join(local, "two.bin")); err != nil || info.Size() != 2<<20 {
+		t.Fatalf("the copy under the bound: %v, %v", info, err)
+	}
+
+	if _, stderr, code := plugin(t, kc, inflatingTar, "exec", "-i", "mine", "--", "sh", "-c", "cat > /usr/local/bin/tar && chmod +x /usr/local/bin/tar"); code != 0 {
+		t.Fatalf("installing the sandbox's own tar: exit code %d\n%s", code, stderr)
+	}
+	inflated := filepath.Join(local, "inflated.bin")
+	_, stderr, code = plugin(t, kc, "", "cp", "mine:/tmp/two.bin", inflated)
+	if code == 0 || !strings.Contains(stderr, "sparse archive entry refused") {
+		t.Errorf("cp of a sparse entry: exit code %d, stderr %q; want a failure naming the sparse entry", code, stderr)
+	}
+	if info, err := os.Lstat(inflated); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sparse entry was written: %v, %v", info, err)
 	}
 }
