@@ -329,7 +329,7 @@ func TestClaimVolumeClaimTemplates(t *testing.T) {
 
 // TestWarmPoolReadinessGracePeriod: a manifest with the peer's v1.0.12 field
 // spec.readinessGracePeriodSeconds applies server-side with strict field validation, as
-// `kubectl apply --server-side --field-validation=Strict` sends it, in both versions; the field is
+// `kubectl apply --server-side --validate=strict` sends it, in both versions; the field is
 // published with its bound, stored as given (unset stays unset) and refused below 30 with the
 // field named, storing nothing.
 func TestWarmPoolReadinessGracePeriod(t *testing.T) {
