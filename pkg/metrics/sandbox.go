@@ -95,8 +95,8 @@ var (
 	}, []string{"namespace", "sandbox_template", "launch_type", "warmpool_name", "pod_condition"})
 
 	sandboxesDesc = metrics.NewDesc("agent_sandboxes",
-		"Sandboxes by namespace, readiness, expiry, launch type, template and owner kind.",
-		[]string{"namespace", "ready_condition", "expired", "launch_type", "sandbox_template", "owned_by"}, nil,
+		"Sandboxes by namespace, readiness, expiry, launch type, template, owner kind and operating mode.",
+		[]string{"namespace", "ready_condition", "expired", "launch_type", "sandbox_template", "owned_by", "operating_mode"}, nil,
 		metrics.ALPHA, "")
 )
 
@@ -157,15 +157,19 @@ func (c *sandboxCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		counts[keyOf(&all[i])]++
 	}
 	for k, n := range counts {
-		ch <- metrics.NewLazyConstMetric(sandboxesDesc, metrics.GaugeValue, n, k.ns, k.ready, k.expired, k.launch, k.template, k.owner)
+		ch <- metrics.NewLazyConstMetric(sandboxesDesc, metrics.GaugeValue, n, k.ns, k.ready, k.expired, k.launch, k.template, k.owner, k.mode)
 	}
 }
 
 // sandboxKey is the agent_sandboxes series one Sandbox counts in.
-type sandboxKey struct{ ns, ready, expired, launch, template, owner string }
+type sandboxKey struct{ ns, ready, expired, launch, template, owner, mode string }
 
+// keyOf derives the labels of one Sandbox. operating_mode is its spec.operatingMode, Running or
+// Suspended, as the peer labels it (agent-sandbox v1.0.11); storage always holds one, as the
+// defaulter derives it from spec.replicas when a client set neither.
 func keyOf(sb *agents.Sandbox) sandboxKey {
-	k := sandboxKey{ns: sb.Namespace, ready: "false", expired: "false", launch: LaunchCold, template: "unknown", owner: "None"}
+	k := sandboxKey{ns: sb.Namespace, ready: "false", expired: "false", launch: LaunchCold, template: "unknown", owner: "None",
+		mode: string(sb.Spec.OperatingMode)}
 	if cond := meta.FindStatusCondition(sb.Status.Conditions, string(agentsv1beta1.SandboxConditionReady)); cond != nil {
 		if cond.Status == metav1.ConditionTrue {
 			k.ready = "true"

@@ -272,8 +272,8 @@ spec:
 		fields:    map[string]any{"spec.replicas": 0.0},
 	}, {
 		resource: "swp", name: "python-pool",
-		yamlLines: []string{"replicas: 1"},
-		fields:    map[string]any{"spec.replicas": 1.0},
+		yamlLines: []string{"replicas: 1", "readinessGracePeriodSeconds: 120"},
+		fields:    map[string]any{"spec.replicas": 1.0, "spec.readinessGracePeriodSeconds": 120.0},
 	}, {
 		resource: "sandboxclaim", name: "python-by-pool",
 		yamlLines: []string{"warmpool: python-pool"},

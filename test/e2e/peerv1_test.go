@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
@@ -164,4 +165,106 @@ spec:
 
 	out, stderr, err := kubectlWith(t, kubectlOptions{stdin: fmt.Sprintf(claim, "refused", "closed")}, "apply", "-n", ns, "-f", "-")
 	expectFailure(t, "a claim with volume claim templates under Disallowed", stderr+out, err, "spec.volumeClaimTemplates", "volumeClaimTemplatesPolicy")
+}
+
+// TestWarmPoolReadinessGracePeriod: on the real node, a member whose readiness probe always fails
+// is deleted and replaced once it has been not Ready for its pool's
+// spec.readinessGracePeriodSeconds (the peer's minimum, 30 s) since its creation, with an event;
+// the same member of a pool left at the default five minutes stays until that pool's field is
+// changed, which replaces it as not Ready in time, not as stale. The manifests are the peer's
+// v1.0.12 shape, applied with kubectl apply --server-side --field-validation=Strict.
+func TestWarmPoolReadinessGracePeriod(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newRealNamespace(t)
+	// The server's own timestamps tell how long a member lived: creation to deletion request.
+	w := startWatch(t, "", 4*time.Minute, "get", "sandboxes", "-n", ns, "--watch", "--output-watch-events", "--no-headers", "-o",
+		`custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,DELETING:.metadata.deletionTimestamp,READY:.status.conditions[?(@.type=="Ready")].status`)
+	manifest := realNodeTemplate("never-ready", "", shellContainer("agent", `readinessProbe: {exec: {command: ["false"]}, periodSeconds: 1}`)) + `---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata: {name: impatient}
+spec:
+  replicas: 1
+  readinessGracePeriodSeconds: 30
+  sandboxTemplateRef: {name: never-ready}
+---
+apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxWarmPool
+metadata: {name: patient}
+spec:
+  replicas: 1
+  updateStrategy: {type: Recreate}
+  sandboxTemplateRef: {name: never-ready}
+`
+	out, stderr, err := kubectlWith(t, kubectlOptions{stdin: manifest}, "apply", "--server-side", "--field-validation=Strict", "-n", ns, "-f", "-")
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side --field-validation=Strict: %v\n%s", err, stderr)
+	}
+	expectContains(t, "kubectl apply --server-side", out, "sandboxwarmpool.extensions.agents.x-k8s.io/impatient serverside-applied")
+
+	memberOf := func(pool string) func(string) bool {
+		return func(line string) bool {
+			f := strings.Fields(line)
+			return len(f) == 5 && f[0] == "ADDED" && strings.HasPrefix(f[1], pool+"-")
+		}
+	}
+	// deletedAfter waits for member's deletion and returns its time from creation to the delete,
+	// failing the test if the member was ever Ready.
+	deletedAfter := func(member string) time.Duration {
+		t.Helper()
+		line := w.next(t, member+"'s deletion", func(line string) bool {
+			f := strings.Fields(line)
+			if len(f) == 5 && f[1] == member && f[4] == "True" {
+				t.Errorf("member %s became Ready: %s", member, line)
+			}
+			return len(f) == 5 && f[1] == member && f[3] != "<none>"
+		})
+		f := strings.Fields(line)
+		created, err1 := time.Parse(time.RFC3339, f[2])
+		deleted, err2 := time.Parse(time.RFC3339, f[3])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("timestamps of %q: %v %v", line, err1, err2)
+		}
+		return deleted.Sub(created)
+	}
+	membersDeleted := func(pool, want string) {
+		t.Helper()
+		eventually(t, waitTimeout, "a MembersDeleted event of "+pool+" saying "+want, func() (bool, string) {
+			msgs := kubectl(t, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pool+",reason=MembersDeleted",
+				"-o", `jsonpath={range .items[*]}{.message}{"\n"}{end}`)
+			return strings.Contains(msgs, want), msgs
+		})
+	}
+
+	// Both pools make a member; neither ever becomes Ready.
+	first := strings.Fields(w.next(t, "impatient's first member", memberOf("impatient")))[1]
+	patient := strings.Fields(w.next(t, "patient's member", memberOf("patient")))[1]
+
+	lived := deletedAfter(first)
+	t.Logf("%s was deleted %s after its creation", first, lived)
+	// The deadline is 30 s after the creation, and the pool asks to come back then: not earlier,
+	// and well before any resync or the default five minutes.
+	if lived < 30*time.Second || lived > 45*time.Second {
+		t.Errorf("impatient's member was deleted %s after its creation, want from 30 s to 45 s", lived)
+	}
+	second := strings.Fields(w.next(t, "impatient's replacement", memberOf("impatient")))[1]
+	if second == first {
+		t.Fatalf("the replacement has the name of the deleted member %s", first)
+	}
+	membersDeleted("impatient", "Deleted 1 member (1 not ready in time)")
+
+	// The patient pool's member is as old and as not Ready, and is still there.
+	if got := jsonpath(t, ns, `{.metadata.deletionTimestamp}/{.status.conditions[?(@.type=="Ready")].status}`, "sandbox", patient); got != "/False" {
+		t.Errorf("patient's member %s: deletionTimestamp/Ready %q, want none and False", patient, got)
+	}
+	// Shortening its grace period applies to the member it has: past the new deadline, it is
+	// replaced as not Ready in time. Under Recreate a stale member would go too, but the field is
+	// no part of a member's revision.
+	kubectl(t, "patch", "swp", "patient", "-n", ns, "--type=merge", "-p", `{"spec":{"readinessGracePeriodSeconds":30}}`)
+	if lived := deletedAfter(patient); lived < 30*time.Second {
+		t.Errorf("patient's member was deleted %s after its creation, before its new deadline", lived)
+	}
+	membersDeleted("patient", "Deleted 1 member (1 not ready in time)")
+	w.next(t, "patient's replacement", memberOf("patient"))
 }

@@ -5,15 +5,18 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestMetricsWithoutControllers: a server that does not run the controllers (as a replica that
-// does not hold the lease) still reports agent_sandboxes from its own storage, and its build.
+// does not hold the lease) still reports agent_sandboxes from its own storage, running and
+// suspended ones apart, and its build.
 // Not parallel: the process has one metrics registry, reporting the newest server's storage.
 func TestMetricsWithoutControllers(t *testing.T) {
 	s := startServer(t)
@@ -21,8 +24,15 @@ func TestMetricsWithoutControllers(t *testing.T) {
 	const ns = "metrics-replica"
 	createSandbox(t, ctx, s, ns, "one")
 	createSandbox(t, ctx, s, ns, "two")
+	// Suspended by spec.replicas alone: the label is the operatingMode the server derived.
+	paused := newSandbox(ns, "paused")
+	paused.Spec.Replicas = new(int32(0))
+	if _, err := s.Client.AgentsV1beta1().Sandboxes(ns).Create(ctx, paused, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
-	want := `agent_sandboxes{expired="false",launch_type="cold",namespace="` + ns + `",owned_by="None",ready_condition="false",sandbox_template="unknown"} 2`
+	series := `agent_sandboxes{expired="false",launch_type="cold",namespace="` + ns + `",operating_mode="%s",owned_by="None",ready_condition="false",sandbox_template="unknown"} %d`
+	want := []string{fmt.Sprintf(series, "Running", 2), fmt.Sprintf(series, "Suspended", 1)}
 	var raw string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		out, err := s.Client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
@@ -30,10 +40,10 @@ func TestMetricsWithoutControllers(t *testing.T) {
 			return false, err
 		}
 		raw = string(out)
-		return strings.Contains(raw, want), nil
+		return strings.Contains(raw, want[0]) && strings.Contains(raw, want[1]), nil
 	})
 	if err != nil {
-		t.Fatalf("/metrics never had %s: %v\n%s", want, err, grepLines(raw, "agent_sandbox"))
+		t.Fatalf("/metrics never had %q: %v\n%s", want, err, grepLines(raw, "agent_sandbox"))
 	}
 	var buildInfo string
 	for _, line := range strings.Split(raw, "\n") {

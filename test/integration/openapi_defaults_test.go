@@ -83,6 +83,8 @@ func TestOpenAPIDefaultsAndBounds(t *testing.T) {
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxTemplateSpec", "envVarsInjectionPolicy", "SandboxTemplate", "spec.envVarsInjectionPolicy", `"Disallowed"`, nil, nil},
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolUpdateStrategy", "type", "SandboxWarmPool", "spec.updateStrategy.type", `"OnReplenish"`, nil, nil},
 		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolSpec", "replicas", "SandboxWarmPool", "spec.replicas", "1", new(0.0), new(5000.0)},
+		// No stored default, as the peer's: the controller reads unset as 300 s.
+		{extensions, "io.x-k8s.agents.extensions.v1beta1.SandboxWarmPoolSpec", "readinessGracePeriodSeconds", "", "", "", new(30.0), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.schema+"."+tc.property, func(t *testing.T) {

@@ -4,10 +4,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -322,4 +325,142 @@ func TestClaimVolumeClaimTemplates(t *testing.T) {
 	}
 	_, err := claims.Patch(ctx, "allowed-new", types.MergePatchType, []byte(`{"spec":{"volumeClaimTemplates":null}}`), metav1.PatchOptions{})
 	expectInvalid(t, err, "spec.volumeClaimTemplates")
+}
+
+// TestWarmPoolReadinessGracePeriod: a manifest with the peer's v1.0.12 field
+// spec.readinessGracePeriodSeconds applies server-side with strict field validation, as
+// `kubectl apply --server-side --validate=strict` sends it, in both versions; the field is
+// published with its bound, stored as given (unset stays unset) and refused below 30 with the
+// field named, storing nothing.
+func TestWarmPoolReadinessGracePeriod(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	const ns = "grace"
+	ctx := testContext(t)
+	ext := s.Client.ExtensionsV1beta1()
+	if _, err := ext.SandboxTemplates(ns).Create(ctx, newTemplate(ns, "python-runtime-template"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(version, name, specExtra string) []byte {
+		return []byte(`apiVersion: extensions.agents.x-k8s.io/` + version + `
+kind: SandboxWarmPool
+metadata:
+  name: ` + name + `
+spec:
+  sandboxTemplateRef:
+    name: python-runtime-template
+` + specExtra)
+	}
+	apply := func(version, name string, body []byte) error {
+		rc := ext.RESTClient()
+		if version == "v1alpha1" {
+			rc = s.Client.ExtensionsV1alpha1().RESTClient()
+		}
+		return rc.Patch(types.ApplyPatchType).Namespace(ns).Resource("sandboxwarmpools").Name(name).
+			Param("fieldManager", "kubectl").Param("fieldValidation", "Strict").Body(body).Do(ctx).Error()
+	}
+	stored := func(name string) *extv1beta1.SandboxWarmPool {
+		t.Helper()
+		p, err := ext.SandboxWarmPools(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("published for kubectl explain, with its minimum", func(t *testing.T) {
+		for _, version := range []string{"v1beta1", "v1alpha1"} {
+			raw, err := s.Client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/extensions.agents.x-k8s.io/" + version).DoRaw(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Components struct {
+					Schemas map[string]struct {
+						Properties map[string]struct {
+							Description string   `json:"description"`
+							Minimum     *float64 `json:"minimum"`
+							Type        string   `json:"type"`
+						} `json:"properties"`
+					} `json:"schemas"`
+				} `json:"components"`
+			}
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			f, ok := doc.Components.Schemas["io.x-k8s.agents.extensions."+version+".SandboxWarmPoolSpec"].Properties["readinessGracePeriodSeconds"]
+			if !ok {
+				t.Fatalf("%s: SandboxWarmPoolSpec has no readinessGracePeriodSeconds", version)
+			}
+			if f.Type != "integer" || f.Minimum == nil || *f.Minimum != 30 || !strings.Contains(f.Description, "300 (five minutes) when unset") {
+				t.Errorf("%s: readinessGracePeriodSeconds published as type %q, minimum %v, description %q", version, f.Type, f.Minimum, f.Description)
+			}
+		}
+	})
+
+	t.Run("applies with strict validation in both versions", func(t *testing.T) {
+		if err := apply("v1beta1", "beta-pool", manifest("v1beta1", "beta-pool", "  readinessGracePeriodSeconds: 45\n")); err != nil {
+			t.Fatalf("v1beta1 apply: %v", err)
+		}
+		if err := apply("v1alpha1", "alpha-pool", manifest("v1alpha1", "alpha-pool", "  readinessGracePeriodSeconds: 600\n")); err != nil {
+			t.Fatalf("v1alpha1 apply: %v", err)
+		}
+		if err := apply("v1beta1", "plain-pool", manifest("v1beta1", "plain-pool", "")); err != nil {
+			t.Fatalf("apply without the field: %v", err)
+		}
+		for name, want := range map[string]*int32{"beta-pool": ptr.To[int32](45), "alpha-pool": ptr.To[int32](600), "plain-pool": nil} {
+			if got := stored(name).Spec.ReadinessGracePeriodSeconds; !ptr.Equal(got, want) {
+				t.Errorf("%s: stored readinessGracePeriodSeconds %v, want %v", name, ptr.Deref(got, -1), ptr.Deref(want, -1))
+			}
+		}
+		alpha, err := s.Client.ExtensionsV1alpha1().SandboxWarmPools(ns).Get(ctx, "beta-pool", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ptr.Deref(alpha.Spec.ReadinessGracePeriodSeconds, -1); got != 45 {
+			t.Errorf("beta-pool read as v1alpha1: readinessGracePeriodSeconds %d, want 45", got)
+		}
+	})
+
+	t.Run("changing it is a spec change like any other", func(t *testing.T) {
+		before := stored("beta-pool")
+		if err := apply("v1beta1", "beta-pool", manifest("v1beta1", "beta-pool", "  readinessGracePeriodSeconds: 90\n")); err != nil {
+			t.Fatal(err)
+		}
+		after := stored("beta-pool")
+		if ptr.Deref(after.Spec.ReadinessGracePeriodSeconds, -1) != 90 || after.Generation != before.Generation+1 {
+			t.Errorf("after re-apply: readinessGracePeriodSeconds %d, generation %d (was %d)",
+				ptr.Deref(after.Spec.ReadinessGracePeriodSeconds, -1), after.Generation, before.Generation)
+		}
+	})
+
+	t.Run("below the minimum: 422 naming the field, nothing stored", func(t *testing.T) {
+		for _, version := range []string{"v1beta1", "v1alpha1"} {
+			err := apply(version, "short-pool", manifest(version, "short-pool", "  readinessGracePeriodSeconds: 10\n"))
+			expectInvalid(t, err, "spec.readinessGracePeriodSeconds")
+			if !strings.Contains(err.Error(), "must be at least 30") {
+				t.Errorf("%s: the error does not say the bound: %v", version, err)
+			}
+		}
+		if _, err := ext.SandboxWarmPools(ns).Get(ctx, "short-pool", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a refused pool was stored: %v", err)
+		}
+		err := apply("v1beta1", "beta-pool", manifest("v1beta1", "beta-pool", "  readinessGracePeriodSeconds: 29\n"))
+		expectInvalid(t, err, "spec.readinessGracePeriodSeconds")
+		if got := ptr.Deref(stored("beta-pool").Spec.ReadinessGracePeriodSeconds, -1); got != 90 {
+			t.Errorf("a refused update changed the stored value to %d", got)
+		}
+	})
+
+	t.Run("a misspelt field is refused, naming it, and nothing stored", func(t *testing.T) {
+		// k8s.io/apiserver's apply refuses a field its schema lacks before strict decoding runs,
+		// with a plain error (answered as a 500), so only the refusal and its message are checked.
+		err := apply("v1beta1", "typo-pool", manifest("v1beta1", "typo-pool", "  readinessGracePeriod: 60\n"))
+		if err == nil || !strings.Contains(err.Error(), ".spec.readinessGracePeriod") {
+			t.Errorf("apply with spec.readinessGracePeriod: want a refusal naming it, got %v", err)
+		}
+		if _, err := ext.SandboxWarmPools(ns).Get(ctx, "typo-pool", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a refused pool was stored: %v", err)
+		}
+	})
 }

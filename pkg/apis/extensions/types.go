@@ -234,7 +234,18 @@ type SandboxWarmPoolSpec struct {
 	Replicas       int32
 	TemplateRef    SandboxTemplateRef
 	UpdateStrategy *SandboxWarmPoolUpdateStrategy
+	// ReadinessGracePeriodSeconds is how long a member may stay not Ready after its creation
+	// before it is replaced; nil means DefaultReadinessGracePeriodSeconds.
+	ReadinessGracePeriodSeconds *int32
 }
+
+// DefaultReadinessGracePeriodSeconds is a pool's readiness grace period when its spec leaves it
+// unset, as the peer's controller defaults it (five minutes).
+const DefaultReadinessGracePeriodSeconds = 300
+
+// MinReadinessGracePeriodSeconds is the shortest readiness grace period a pool may ask for, the
+// peer's minimum: a shorter one would replace members that are merely slow to start.
+const MinReadinessGracePeriodSeconds = 30
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
 type SandboxWarmPoolStatus struct {

@@ -45,9 +45,6 @@ const FieldManager = "sandboxwarmpool-controller"
 // it on create when this controller runs.
 const Finalizer = extensionsv1beta1.WarmPoolMembersFinalizer
 
-// ReadinessGracePeriod is how long a member may stay not Ready before it is replaced.
-const ReadinessGracePeriod = 5 * time.Minute
-
 // Indexes this controller adds to the shared informers, named after the package so that they do
 // not clash with another controller's.
 const (

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	agentsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/agents/v1beta1"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 	extensionsv1beta1 "github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions/v1beta1"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/util/objectmeta"
@@ -75,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	p := classify(pool, members, rev)
 	var errs []error
-	if wait := p.sweepStuck(c.clock.Now()); wait > 0 {
+	if wait := p.sweepStuck(c.clock.Now(), readinessGracePeriod(pool)); wait > 0 {
 		c.requeueAfter(key, wait)
 	}
 	if ok, wait := c.exp.satisfied(key); ok {
@@ -194,10 +195,19 @@ func classify(pool *extensionsv1beta1.SandboxWarmPool, members []*agentsv1beta1.
 	return p
 }
 
-// sweepStuck condemns the active members that have not been Ready for ReadinessGracePeriod since
-// they were made, and returns how long until the next not-Ready member reaches its deadline (zero
+// readinessGracePeriod is how long a member of pool may stay not Ready after its creation: the
+// pool's spec.readinessGracePeriodSeconds, five minutes when unset. It is read afresh on every
+// pass and is no part of a member's revision, so changing it moves the deadlines of the members
+// there are and makes none of them stale.
+func readinessGracePeriod(pool *extensionsv1beta1.SandboxWarmPool) time.Duration {
+	return time.Duration(ptr.Deref(pool.Spec.ReadinessGracePeriodSeconds, extensions.DefaultReadinessGracePeriodSeconds)) * time.Second
+}
+
+// sweepStuck condemns the active members that have not been Ready for grace since they were made,
+// as the peer counts it (a member that was Ready once and is not any more is measured from its
+// creation too), and returns how long until the next not-Ready member reaches its deadline (zero
 // when none waits).
-func (p *plan) sweepStuck(now time.Time) time.Duration {
+func (p *plan) sweepStuck(now time.Time, grace time.Duration) time.Duration {
 	var next time.Duration
 	active := make([]*agentsv1beta1.Sandbox, 0, len(p.active))
 	for _, sb := range p.active {
@@ -205,7 +215,7 @@ func (p *plan) sweepStuck(now time.Time) time.Duration {
 			active = append(active, sb)
 			continue
 		}
-		deadline := sb.CreationTimestamp.Add(ReadinessGracePeriod)
+		deadline := sb.CreationTimestamp.Add(grace)
 		if !now.Before(deadline) {
 			p.condemned = append(p.condemned, doomed{sb, whyStuck})
 			continue

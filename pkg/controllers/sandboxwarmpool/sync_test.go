@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -500,6 +501,94 @@ func TestStuckMembersReplaced(t *testing.T) {
 	}
 	if got := f2.deleted(); !slices.Equal(got, []string{"young"}) {
 		t.Fatalf("deleted %v", got)
+	}
+}
+
+// TestReadinessGracePeriodOfThePool: spec.readinessGracePeriodSeconds replaces the five minutes in
+// either direction, a member past it is replaced with an event and left out of the status, and
+// the pool comes back at the next member's deadline rather than polling.
+func TestReadinessGracePeriodOfThePool(t *testing.T) {
+	tmpl := newTemplate("tmpl", "img:v1")
+	for _, tc := range []struct {
+		name        string
+		grace       *int32
+		wantDeleted []string
+		wantRequeue time.Duration
+	}{
+		{name: "unset: five minutes", grace: nil, wantDeleted: []string{"five-minutes", "six-minutes"}, wantRequeue: 4 * time.Minute},
+		{name: "the minimum, 30 s", grace: ptr.To[int32](30), wantDeleted: []string{"five-minutes", "one-minute", "six-minutes"}, wantRequeue: 20 * time.Second},
+		{name: "ten minutes", grace: ptr.To[int32](600), wantDeleted: nil, wantRequeue: 4 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := newPool("pool", "tmpl", 5, "")
+			pool.Spec.ReadinessGracePeriodSeconds = tc.grace
+			members := []runtime.Object{
+				memberOf(t, pool, tmpl, "ten-seconds", 10*time.Second, false),
+				memberOf(t, pool, tmpl, "one-minute", time.Minute, false),
+				// Ready members are never deadline-bound, whatever their age.
+				memberOf(t, pool, tmpl, "ready-for-an-hour", time.Hour, true),
+				memberOf(t, pool, tmpl, "five-minutes", 5*time.Minute, false),
+				memberOf(t, pool, tmpl, "six-minutes", 6*time.Minute, false),
+			}
+			f := newFixture(t, 0, append([]runtime.Object{tmpl, pool}, members...)...)
+			if err := f.sync(ns + "/pool"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.deleted(); !slices.Equal(got, tc.wantDeleted) {
+				t.Fatalf("deleted %v, want %v", got, tc.wantDeleted)
+			}
+			if got := f.count("create", "sandboxes"); got != len(tc.wantDeleted) {
+				t.Errorf("creates = %d, want one per replaced member (%d)", got, len(tc.wantDeleted))
+			}
+			if got := f.requeued[ns+"/pool"]; got != tc.wantRequeue {
+				t.Errorf("requeued after %v, want %v (the next not-Ready member's deadline)", got, tc.wantRequeue)
+			}
+			st := f.statusWrites()
+			if len(st) != 1 || st[0].Replicas != int32(5-len(tc.wantDeleted)) {
+				t.Errorf("status writes = %+v, want replicas %d: replaced members are not counted", st, 5-len(tc.wantDeleted))
+			}
+			ev := f.drainEvents()
+			if n := len(tc.wantDeleted); n > 0 {
+				noun := "members"
+				if n == 1 {
+					noun = "member"
+				}
+				want := fmt.Sprintf("MembersDeleted Deleted %d %s (%d not ready in time)", n, noun, n)
+				if !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, want) }) {
+					t.Errorf("events = %v, want %q", ev, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadinessGracePeriodChangeMakesNothingStale: members made before and after the grace period
+// changed are the same members, so under Recreate a change of the field alone deletes nothing.
+func TestReadinessGracePeriodChangeMakesNothingStale(t *testing.T) {
+	tmpl := newTemplate("tmpl", "img:v1")
+	before := newPool("pool", "tmpl", 2, extensionsv1beta1.RecreateSandboxWarmPoolUpdateStrategyType)
+	after := before.DeepCopy()
+	after.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](45)
+	after.Generation = before.Generation + 1
+
+	hash, err := controllers.PodTemplateHash(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := &revision{template: tmpl, refHash: objectmeta.NameHash(tmpl.Name), podHash: hash}
+	if a, b := rev.member(before), rev.member(after); !apiequality.Semantic.DeepEqual(a, b) {
+		t.Fatalf("the grace period reached the members: %+v vs %+v", a, b)
+	}
+
+	a := memberOf(t, before, tmpl, "a", time.Hour, true)
+	b := memberOf(t, before, tmpl, "b", time.Hour, true)
+	after.Status = extensionsv1beta1.SandboxWarmPoolStatus{ObservedGeneration: after.Generation, Replicas: 2, ReadyReplicas: 2, Selector: Selector("pool")}
+	f := newFixture(t, 0, tmpl, after, a, b)
+	if err := f.sync(ns + "/pool"); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("writes after the grace period changed = %v, want none", w)
 	}
 }
 

@@ -2471,6 +2471,14 @@ func schema_pkg_apis_extensions_v1alpha1_SandboxWarmPoolSpec(ref common.Referenc
 							Ref:         ref(extensionsv1alpha1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName()),
 						},
 					},
+					"readinessGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readinessGracePeriodSeconds is how long, in seconds from its creation, a member may stay not Ready before the pool deletes it and makes a new one; 300 (five minutes) when unset, at least 30. Raise it for images that take long to start. Changing it does not make existing members stale: it applies to them from then on.",
+							Minimum:     ptr.To[float64](30),
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 			},
 		},
@@ -3546,6 +3554,14 @@ func schema_pkg_apis_extensions_v1beta1_SandboxWarmPoolSpec(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "updateStrategy says how members are replaced after the template changed.",
 							Ref:         ref(extensionsv1beta1.SandboxWarmPoolUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"readinessGracePeriodSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readinessGracePeriodSeconds is how long, in seconds from its creation, a member may stay not Ready before the pool deletes it and makes a new one; 300 (five minutes) when unset, at least 30. Raise it for images that take long to start. Changing it does not make existing members stale: it applies to them from then on.",
+							Minimum:     ptr.To[float64](30),
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},

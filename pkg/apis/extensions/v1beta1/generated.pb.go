@@ -1075,6 +1075,11 @@ func (m *SandboxWarmPoolSpec) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.ReadinessGracePeriodSeconds != nil {
+		i = encodeVarintGenerated(dAtA, i, uint64(*m.ReadinessGracePeriodSeconds))
+		i--
+		dAtA[i] = 0x20
+	}
 	if m.UpdateStrategy != nil {
 		{
 			size, err := m.UpdateStrategy.MarshalToSizedBuffer(dAtA[:i])
@@ -1575,6 +1580,9 @@ func (m *SandboxWarmPoolSpec) Size() (n int) {
 		l = m.UpdateStrategy.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	if m.ReadinessGracePeriodSeconds != nil {
+		n += 1 + sovGenerated(uint64(*m.ReadinessGracePeriodSeconds))
+	}
 	return n
 }
 
@@ -1891,6 +1899,7 @@ func (this *SandboxWarmPoolSpec) String() string {
 		`Replicas:` + valueToStringGenerated(this.Replicas) + `,`,
 		`TemplateRef:` + strings.Replace(strings.Replace(this.TemplateRef.String(), "SandboxTemplateRef", "SandboxTemplateRef", 1), `&`, ``, 1) + `,`,
 		`UpdateStrategy:` + strings.Replace(this.UpdateStrategy.String(), "SandboxWarmPoolUpdateStrategy", "SandboxWarmPoolUpdateStrategy", 1) + `,`,
+		`ReadinessGracePeriodSeconds:` + valueToStringGenerated(this.ReadinessGracePeriodSeconds) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -4878,6 +4887,26 @@ func (m *SandboxWarmPoolSpec) Unmarshal(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ReadinessGracePeriodSeconds", wireType)
+			}
+			var v int32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.ReadinessGracePeriodSeconds = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])

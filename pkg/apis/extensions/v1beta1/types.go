@@ -499,6 +499,14 @@ type SandboxWarmPoolSpec struct {
 	// updateStrategy says how members are replaced after the template changed.
 	// +optional
 	UpdateStrategy *SandboxWarmPoolUpdateStrategy `json:"updateStrategy,omitempty" protobuf:"bytes,3,opt,name=updateStrategy"`
+
+	// readinessGracePeriodSeconds is how long, in seconds from its creation, a member may stay not
+	// Ready before the pool deletes it and makes a new one; 300 (five minutes) when unset, at least
+	// 30. Raise it for images that take long to start. Changing it does not make existing members
+	// stale: it applies to them from then on.
+	// +optional
+	// +k8s:validation:minimum=30
+	ReadinessGracePeriodSeconds *int32 `json:"readinessGracePeriodSeconds,omitempty" protobuf:"varint,4,opt,name=readinessGracePeriodSeconds"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.

@@ -857,6 +857,7 @@ func autoConvert_v1beta1_SandboxWarmPoolSpec_To_extensions_SandboxWarmPoolSpec(i
 		return err
 	}
 	out.UpdateStrategy = (*extensions.SandboxWarmPoolUpdateStrategy)(unsafe.Pointer(in.UpdateStrategy))
+	out.ReadinessGracePeriodSeconds = (*int32)(unsafe.Pointer(in.ReadinessGracePeriodSeconds))
 	return nil
 }
 
@@ -873,6 +874,7 @@ func autoConvert_extensions_SandboxWarmPoolSpec_To_v1beta1_SandboxWarmPoolSpec(i
 		return err
 	}
 	out.UpdateStrategy = (*SandboxWarmPoolUpdateStrategy)(unsafe.Pointer(in.UpdateStrategy))
+	out.ReadinessGracePeriodSeconds = (*int32)(unsafe.Pointer(in.ReadinessGracePeriodSeconds))
 	return nil
 }
 

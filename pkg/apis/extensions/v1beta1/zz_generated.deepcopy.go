@@ -586,6 +586,11 @@ func (in *SandboxWarmPoolSpec) DeepCopyInto(out *SandboxWarmPoolSpec) {
 		*out = new(SandboxWarmPoolUpdateStrategy)
 		**out = **in
 	}
+	if in.ReadinessGracePeriodSeconds != nil {
+		in, out := &in.ReadinessGracePeriodSeconds, &out.ReadinessGracePeriodSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

@@ -29,7 +29,8 @@ func ValidateSandboxWarmPool(p *extensions.SandboxWarmPool) field.ErrorList {
 // ValidateSandboxWarmPoolUpdate validates an update of a pool's metadata and spec.
 //
 // The whole spec stays mutable: spec.replicas is what kubectl scale and an autoscaler change,
-// spec.updateStrategy only affects how the controller replaces stale members from then on, and
+// spec.updateStrategy and spec.readinessGracePeriodSeconds only affect how the controller
+// replaces members from then on, and
 // spec.sandboxTemplateRef may point to another template: the members made from the old one are
 // then stale and are replaced as spec.updateStrategy says (at once for Recreate, as they are
 // claimed or deleted for OnReplenish).
@@ -65,6 +66,10 @@ func validateSandboxWarmPoolSpec(spec *extensions.SandboxWarmPoolSpec, fldPath *
 	allErrs = append(allErrs, validateTemplateRef(&spec.TemplateRef, fldPath.Child("sandboxTemplateRef"))...)
 	if s := spec.UpdateStrategy; s != nil && !slices.Contains(supportedUpdateStrategyTypes, s.Type) {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("updateStrategy", "type"), s.Type, supportedUpdateStrategyTypes))
+	}
+	if g := spec.ReadinessGracePeriodSeconds; g != nil && *g < extensions.MinReadinessGracePeriodSeconds {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("readinessGracePeriodSeconds"), *g,
+			fmt.Sprintf("must be at least %d", extensions.MinReadinessGracePeriodSeconds)))
 	}
 	return allErrs
 }

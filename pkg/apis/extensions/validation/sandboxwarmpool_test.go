@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apis/extensions"
 )
@@ -68,6 +69,24 @@ func TestValidateSandboxWarmPool(t *testing.T) {
 		{name: "update strategy empty", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.UpdateStrategy.Type = "" },
 			want: []want{notSupported("spec.updateStrategy.type")}},
 
+		// readiness grace period: unset means the default, at least the peer's minimum of 30 s
+		{name: "readiness grace period unset", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.ReadinessGracePeriodSeconds = nil }},
+		{name: "readiness grace period at the minimum", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](30)
+		}},
+		{name: "readiness grace period of an hour", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](3600)
+		}},
+		{name: "readiness grace period below the minimum", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](29)
+		}, want: []want{invalid("spec.readinessGracePeriodSeconds")}},
+		{name: "readiness grace period zero", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](0)
+		}, want: []want{invalid("spec.readinessGracePeriodSeconds")}},
+		{name: "readiness grace period negative", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](-60)
+		}, want: []want{invalid("spec.readinessGracePeriodSeconds")}},
+
 		// all errors at once
 		{name: "several errors are all reported", mutate: func(p *extensions.SandboxWarmPool) {
 			p.Name = "Pool"
@@ -104,6 +123,12 @@ func TestValidateSandboxWarmPoolUpdate(t *testing.T) {
 		{name: "other update strategy", mutate: func(p *extensions.SandboxWarmPool) {
 			p.Spec.UpdateStrategy.Type = extensions.RecreateSandboxWarmPoolUpdateStrategyType
 		}},
+		{name: "readiness grace period set", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](600)
+		}},
+		{name: "readiness grace period set too low", mutate: func(p *extensions.SandboxWarmPool) {
+			p.Spec.ReadinessGracePeriodSeconds = ptr.To[int32](10)
+		}, want: []want{invalid("spec.readinessGracePeriodSeconds")}},
 		{name: "new spec is validated", mutate: func(p *extensions.SandboxWarmPool) { p.Spec.Replicas = -1 },
 			want: []want{invalid("spec.replicas")}},
 		{name: "name changed", mutate: func(p *extensions.SandboxWarmPool) { p.Name = "other" },

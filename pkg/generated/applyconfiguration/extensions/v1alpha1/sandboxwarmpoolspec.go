@@ -18,6 +18,11 @@ type SandboxWarmPoolSpecApplyConfiguration struct {
 	TemplateRef *SandboxTemplateRefApplyConfiguration `json:"sandboxTemplateRef,omitempty"`
 	// updateStrategy says how members are replaced after the template changed.
 	UpdateStrategy *SandboxWarmPoolUpdateStrategyApplyConfiguration `json:"updateStrategy,omitempty"`
+	// readinessGracePeriodSeconds is how long, in seconds from its creation, a member may stay not
+	// Ready before the pool deletes it and makes a new one; 300 (five minutes) when unset, at least
+	// 30. Raise it for images that take long to start. Changing it does not make existing members
+	// stale: it applies to them from then on.
+	ReadinessGracePeriodSeconds *int32 `json:"readinessGracePeriodSeconds,omitempty"`
 }
 
 // SandboxWarmPoolSpecApplyConfiguration constructs a declarative configuration of the SandboxWarmPoolSpec type for use with
@@ -47,5 +52,13 @@ func (b *SandboxWarmPoolSpecApplyConfiguration) WithTemplateRef(value *SandboxTe
 // If called multiple times, the UpdateStrategy field is set to the value of the last call.
 func (b *SandboxWarmPoolSpecApplyConfiguration) WithUpdateStrategy(value *SandboxWarmPoolUpdateStrategyApplyConfiguration) *SandboxWarmPoolSpecApplyConfiguration {
 	b.UpdateStrategy = value
+	return b
+}
+
+// WithReadinessGracePeriodSeconds sets the ReadinessGracePeriodSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReadinessGracePeriodSeconds field is set to the value of the last call.
+func (b *SandboxWarmPoolSpecApplyConfiguration) WithReadinessGracePeriodSeconds(value int32) *SandboxWarmPoolSpecApplyConfiguration {
+	b.ReadinessGracePeriodSeconds = &value
 	return b
 }
