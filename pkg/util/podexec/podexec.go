@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,8 +72,8 @@ func (r *Runner) Run(ctx context.Context, namespace, name string, controller typ
 	if errors.As(err, &coded) {
 		return &ExitError{Code: coded.ExitStatus(), Output: out.String()}
 	}
-	if out.Len() > 0 {
-		return fmt.Errorf("%w (output: %q)", err, out.String())
+	if o := out.String(); o != "" {
+		return fmt.Errorf("%w (output: %q)", err, o)
 	}
 	return err
 }
@@ -116,15 +117,25 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("exit code %d: %q", e.Code, e.Output)
 }
 
-// boundedBuffer keeps the first max bytes written to it and drops the rest.
+// boundedBuffer keeps the first max bytes written to it and drops the rest. The command's
+// stdout and stderr are copied to it at once, from two goroutines.
 type boundedBuffer struct {
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 	max int
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(room, len(p))])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
