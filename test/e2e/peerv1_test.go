@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,13 +173,13 @@ spec:
 // spec.readinessGracePeriodSeconds (the peer's minimum, 30 s) since its creation, with an event;
 // the same member of a pool left at the default five minutes stays until that pool's field is
 // changed, which replaces it as not Ready in time, not as stale. The manifests are the peer's
-// v1.0.12 shape, applied with kubectl apply --server-side --field-validation=Strict.
+// v1.0.12 shape, applied with kubectl apply --server-side --validate=strict (fieldValidation=Strict).
 func TestWarmPoolReadinessGracePeriod(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newRealNamespace(t)
 	// The server's own timestamps tell how long a member lived: creation to deletion request.
-	w := startWatch(t, "", 4*time.Minute, "get", "sandboxes", "-n", ns, "--watch", "--output-watch-events", "--no-headers", "-o",
+	w := startWatch(t, "", 4*time.Minute, "get", "sandboxes", "-n", ns, "--watch", "--no-headers", "-o",
 		`custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,DELETING:.metadata.deletionTimestamp,READY:.status.conditions[?(@.type=="Ready")].status`)
 	manifest := realNodeTemplate("never-ready", "", shellContainer("agent", `readinessProbe: {exec: {command: ["false"]}, periodSeconds: 1}`)) + `---
 apiVersion: extensions.agents.x-k8s.io/v1beta1
@@ -197,16 +198,17 @@ spec:
   updateStrategy: {type: Recreate}
   sandboxTemplateRef: {name: never-ready}
 `
-	out, stderr, err := kubectlWith(t, kubectlOptions{stdin: manifest}, "apply", "--server-side", "--field-validation=Strict", "-n", ns, "-f", "-")
+	out, stderr, err := kubectlWith(t, kubectlOptions{stdin: manifest}, "apply", "--server-side", "--validate=strict", "-n", ns, "-f", "-")
 	if err != nil {
-		t.Fatalf("kubectl apply --server-side --field-validation=Strict: %v\n%s", err, stderr)
+		t.Fatalf("kubectl apply --server-side --validate=strict: %v\n%s", err, stderr)
 	}
 	expectContains(t, "kubectl apply --server-side", out, "sandboxwarmpool.extensions.agents.x-k8s.io/impatient serverside-applied")
 
-	memberOf := func(pool string) func(string) bool {
+	// memberOf matches the lines of pool's members other than the ones named in except.
+	memberOf := func(pool string, except ...string) func(string) bool {
 		return func(line string) bool {
 			f := strings.Fields(line)
-			return len(f) == 5 && f[0] == "ADDED" && strings.HasPrefix(f[1], pool+"-")
+			return len(f) == 4 && strings.HasPrefix(f[0], pool+"-") && !slices.Contains(except, f[0])
 		}
 	}
 	// deletedAfter waits for member's deletion and returns its time from creation to the delete,
@@ -215,14 +217,14 @@ spec:
 		t.Helper()
 		line := w.next(t, member+"'s deletion", func(line string) bool {
 			f := strings.Fields(line)
-			if len(f) == 5 && f[1] == member && f[4] == "True" {
+			if len(f) == 4 && f[0] == member && f[3] == "True" {
 				t.Errorf("member %s became Ready: %s", member, line)
 			}
-			return len(f) == 5 && f[1] == member && f[3] != "<none>"
+			return len(f) == 4 && f[0] == member && f[2] != "<none>"
 		})
 		f := strings.Fields(line)
-		created, err1 := time.Parse(time.RFC3339, f[2])
-		deleted, err2 := time.Parse(time.RFC3339, f[3])
+		created, err1 := time.Parse(time.RFC3339, f[1])
+		deleted, err2 := time.Parse(time.RFC3339, f[2])
 		if err1 != nil || err2 != nil {
 			t.Fatalf("timestamps of %q: %v %v", line, err1, err2)
 		}
@@ -238,8 +240,8 @@ spec:
 	}
 
 	// Both pools make a member; neither ever becomes Ready.
-	first := strings.Fields(w.next(t, "impatient's first member", memberOf("impatient")))[1]
-	patient := strings.Fields(w.next(t, "patient's member", memberOf("patient")))[1]
+	first := strings.Fields(w.next(t, "impatient's first member", memberOf("impatient")))[0]
+	patient := strings.Fields(w.next(t, "patient's member", memberOf("patient")))[0]
 
 	lived := deletedAfter(first)
 	t.Logf("%s was deleted %s after its creation", first, lived)
@@ -248,10 +250,7 @@ spec:
 	if lived < 30*time.Second || lived > 45*time.Second {
 		t.Errorf("impatient's member was deleted %s after its creation, want from 30 s to 45 s", lived)
 	}
-	second := strings.Fields(w.next(t, "impatient's replacement", memberOf("impatient")))[1]
-	if second == first {
-		t.Fatalf("the replacement has the name of the deleted member %s", first)
-	}
+	w.next(t, "impatient's replacement", memberOf("impatient", first))
 	membersDeleted("impatient", "Deleted 1 member (1 not ready in time)")
 
 	// The patient pool's member is as old and as not Ready, and is still there.
@@ -266,5 +265,5 @@ spec:
 		t.Errorf("patient's member was deleted %s after its creation, before its new deadline", lived)
 	}
 	membersDeleted("patient", "Deleted 1 member (1 not ready in time)")
-	w.next(t, "patient's replacement", memberOf("patient"))
+	w.next(t, "patient's replacement", memberOf("patient", patient))
 }
