@@ -250,10 +250,15 @@ spec:
 	if lived < 30*time.Second || lived > 45*time.Second {
 		t.Errorf("impatient's member was deleted %s after its creation, want from 30 s to 45 s", lived)
 	}
-	w.next(t, "impatient's replacement", memberOf("impatient", first))
+	second := strings.Fields(w.next(t, "impatient's replacement", memberOf("impatient", first)))[0]
 	membersDeleted("impatient", "Deleted 1 member (1 not ready in time)")
+	// The replacement, never Ready either, goes the same way: by then the patient pool's member
+	// has been not Ready for a minute, twice impatient's grace period.
+	if lived := deletedAfter(second); lived < 30*time.Second || lived > 45*time.Second {
+		t.Errorf("impatient's second member was deleted %s after its creation, want from 30 s to 45 s", lived)
+	}
 
-	// The patient pool's member is as old and as not Ready, and is still there.
+	// The patient pool's member, on the default five minutes, is still there and still not Ready.
 	if got := jsonpath(t, ns, `{.metadata.deletionTimestamp}/{.status.conditions[?(@.type=="Ready")].status}`, "sandbox", patient); got != "/False" {
 		t.Errorf("patient's member %s: deletionTimestamp/Ready %q, want none and False", patient, got)
 	}
