@@ -51,14 +51,17 @@ type FirstCommandResult struct {
 	Machine Machine         `json:"machine"`
 	Node    string          `json:"node"`
 	Warm    FirstCommandRun `json:"warm"`
+	// WarmEnv is warm claims carrying five values of their own (spec.env), delivered to the
+	// member's process by the template's file before the claim is Ready.
+	WarmEnv FirstCommandRun `json:"warmEnv"`
 	Cold    FirstCommandRun `json:"cold"`
 	Note    string          `json:"note"`
 }
 
 // BenchmarkTimeToFirstCommand is the figure an agent builder feels: from creating a claim to the
 // first output of a command in its sandbox, on a real container of the plane's real node. One
-// claim at a time (SANDBOX_BENCH_FIRST_COMMAND_RUNS, default 25), warm from a pool of as many
-// Ready members, then cold from the template alone. Each claim is deleted once measured.
+// claim at a time (SANDBOX_BENCH_FIRST_COMMAND_RUNS, default 25): cold from the template alone,
+// warm from a pool of as many Ready members, then warm with five values of the claim's own. Each claim is deleted once measured.
 func BenchmarkTimeToFirstCommand(b *testing.B) {
 	runs := int(envFloats(b, "SANDBOX_BENCH_FIRST_COMMAND_RUNS", []float64{25})[0])
 	c := connect(b)
@@ -75,33 +78,53 @@ func BenchmarkTimeToFirstCommand(b *testing.B) {
 	c.firstCommandTemplate(b, ns)
 	res.Cold = c.firstCommandRuns(b, client, ns, sandbox.FromTemplate("shell"), "cold", runs)
 
-	// The warm pool holds a Ready member for every claim: each claim is served by one.
+	// The warm pool holds a Ready member for every claim: each claim is served by one. One pool
+	// at a time, so that both series run beside as many pods.
+	ctx := context.Background()
+	c.firstCommandPool(b, ns, "pool", "shell", runs)
+	res.Warm = c.firstCommandRuns(b, client, ns, sandbox.FromPool("pool"), "warm", runs)
+	if err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Delete(ctx, "pool", metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	c.firstCommandPool(b, ns, "env-pool", "shell-env", runs)
+	res.WarmEnv = c.firstCommandRuns(b, client, ns, sandbox.FromPool("env-pool"), "warm-env", runs,
+		sandbox.WithEnv("TASK_ID", "task-1"), sandbox.WithEnv("USER_TOKEN", "tok"), sandbox.WithEnv("CALLBACK_URL", "http://cb.example/1"),
+		sandbox.WithEnv("REGION", "eu"), sandbox.WithEnv("ATTEMPT", "1"))
+
+	fmt.Printf("\nTime to first command on the real node %s, %s (%d CPUs), one claim at a time\n", node, res.Machine.CPUModel, res.Machine.NumCPU)
+	fmt.Printf("%-22s %5s %9s %9s %9s %9s %12s %12s %11s %11s %11s %11s %6s\n", "source", "runs", "p50 ms", "p90 ms", "p99 ms", "max ms", "Ready p50", "Ready p99", "exec p50", "exec p99", "2nd p50", "2nd p99", "warm")
+	for _, r := range []FirstCommandRun{res.Warm, res.WarmEnv, res.Cold} {
+		fmt.Printf("%-22s %5d %9.1f %9.1f %9.1f %9.1f %10.1fms %10.1fms %9.1fms %9.1fms %9.1fms %9.1fms %6d\n", r.Source, r.Runs,
+			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.ReadyP50Ms, r.ReadyP99Ms, r.ExecP50Ms, r.ExecP99Ms, r.SecondExecP50Ms, r.SecondExecP99Ms, r.WarmAdoptions)
+	}
+	if res.Warm.P50Ms > 0 && res.WarmEnv.P50Ms > 0 {
+		fmt.Printf("warm with five values / warm: Ready p50 %.2fx, first output p50 %.2fx; cold / warm with values: first output p50 %.2fx\n",
+			res.WarmEnv.ReadyP50Ms/res.Warm.ReadyP50Ms, res.WarmEnv.P50Ms/res.Warm.P50Ms, res.Cold.P50Ms/res.WarmEnv.P50Ms)
+	}
+	if err := writeJSON(c.outFile("first-command.json"), res); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// firstCommandPool makes a warm pool of template with size members and waits until all are Ready
+// and the plane is quiet.
+func (c *cluster) firstCommandPool(b *testing.B, ns, name, template string, size int) {
+	b.Helper()
 	ctx := context.Background()
 	pool := &extensionsv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
-		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(runs)), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: "shell"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       extensionsv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(size)), TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: template}},
 	}
 	if _, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Create(ctx, pool, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Get(ctx, "pool", metav1.GetOptions{})
-		return err == nil && p.Status.ReadyReplicas == int32(runs), nil
+		p, err := c.sandbox.ExtensionsV1beta1().SandboxWarmPools(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Status.ReadyReplicas == int32(size), nil
 	}); err != nil {
-		b.Fatalf("pool of %d not Ready: %v", runs, err)
+		b.Fatalf("pool %s of %d not Ready: %v", name, size, err)
 	}
 	c.waitSettled(ctx, b)
-	res.Warm = c.firstCommandRuns(b, client, ns, sandbox.FromPool("pool"), "warm", runs)
-
-	fmt.Printf("\nTime to first command on the real node %s, %s (%d CPUs), one claim at a time\n", node, res.Machine.CPUModel, res.Machine.NumCPU)
-	fmt.Printf("%-22s %5s %9s %9s %9s %9s %12s %12s %11s %11s %11s %11s %6s\n", "source", "runs", "p50 ms", "p90 ms", "p99 ms", "max ms", "Ready p50", "Ready p99", "exec p50", "exec p99", "2nd p50", "2nd p99", "warm")
-	for _, r := range []FirstCommandRun{res.Warm, res.Cold} {
-		fmt.Printf("%-22s %5d %9.1f %9.1f %9.1f %9.1f %10.1fms %10.1fms %9.1fms %9.1fms %9.1fms %9.1fms %6d\n", r.Source, r.Runs,
-			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.ReadyP50Ms, r.ReadyP99Ms, r.ExecP50Ms, r.ExecP99Ms, r.SecondExecP50Ms, r.SecondExecP99Ms, r.WarmAdoptions)
-	}
-	if err := writeJSON(c.outFile("first-command.json"), res); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // realNode returns the name of the plane's real node (a Ready Node kwok does not fake), or skips
@@ -126,7 +149,8 @@ func (c *cluster) realNode(b *testing.B) string {
 	return ""
 }
 
-// firstCommandTemplate makes the template "shell": the sandbox image, waiting.
+// firstCommandTemplate makes the templates "shell" (the sandbox image, waiting) and "shell-env"
+// (the same, taking claims' env, delivered in a file).
 func (c *cluster) firstCommandTemplate(b *testing.B, ns string) {
 	b.Helper()
 	template := &extensionsv1beta1.SandboxTemplate{
@@ -137,21 +161,27 @@ func (c *cluster) firstCommandTemplate(b *testing.B, ns string) {
 				Command: []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 600 & wait $!; done"}}},
 		}}},
 	}
-	if _, err := c.sandbox.ExtensionsV1beta1().SandboxTemplates(ns).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
+	withEnv := template.DeepCopy()
+	withEnv.Name = "shell-env"
+	withEnv.Spec.EnvVarsInjectionPolicy = extensionsv1beta1.EnvVarsInjectionPolicyAllowed
+	withEnv.Spec.EnvVarsDelivery = &extensionsv1beta1.EnvVarsDelivery{File: "/run/claim/env"}
+	for _, t := range []*extensionsv1beta1.SandboxTemplate{template, withEnv} {
+		if _, err := c.sandbox.ExtensionsV1beta1().SandboxTemplates(ns).Create(context.Background(), t, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
 // firstCommandRuns claims runs sandboxes from source one after the other and measures each one's
 // time to the first output of `echo first`.
-func (c *cluster) firstCommandRuns(b *testing.B, client *sandbox.Client, ns string, source sandbox.Source, prefix string, runs int) FirstCommandRun {
+func (c *cluster) firstCommandRuns(b *testing.B, client *sandbox.Client, ns string, source sandbox.Source, prefix string, runs int, opts ...sandbox.ClaimOption) FirstCommandRun {
 	b.Helper()
 	run := FirstCommandRun{Source: prefix + " (" + source.String() + ")", Runs: runs}
 	var total, ready, execs, second []time.Duration
 	for i := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		start := time.Now()
-		sb, err := client.Claim(ctx, ns, source, sandbox.WithName(fmt.Sprintf("%s-%03d", prefix, i)))
+		sb, err := client.Claim(ctx, ns, source, append([]sandbox.ClaimOption{sandbox.WithName(fmt.Sprintf("%s-%03d", prefix, i))}, opts...)...)
 		if err != nil {
 			cancel()
 			b.Fatalf("claim %d from %s: %v", i, source, err)
