@@ -118,6 +118,15 @@ OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
 NODE_COMPONENTS=" containerd kubelet "
 
+# local_plane ARGS...: hack/localplane (the host change journal), built on first use; go build
+# answers from its cache once it is built.
+local_plane() {
+  local bin="${ROOT}/_output/bin/local-plane"
+  (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}" ./hack/localplane) ||
+    die "cannot build hack/localplane"
+  NODE_BRIDGE="${NODE_BRIDGE}" NODE_POD_CIDR="${NODE_POD_CIDR}" "${bin}" -root "${ROOT}" "$@"
+}
+
 kubectl_admin() {
   "${TOOLS_BIN}/kubectl" --kubeconfig "${ADMIN_KUBECONFIG}" --request-timeout=20s "$@"
 }

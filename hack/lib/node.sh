@@ -3,12 +3,12 @@
 # to the plane's kube-apiserver, running pods of images built locally (hack/build-node-images.sh)
 # and imported into containerd. Sourced by hack/local-up.sh, after its own definitions.
 #
-# The node changes the host, and stop (make down) undoes every change: before the first start it
-# records the sysctls kubelet and the bridge plugin set, and which of the fixed host paths and
-# cgroups the node creates existed already; stop kills the containers, unmounts what is mounted
-# under the node's directories, deletes the bridge, the new cgroups and paths, restores the
-# sysctls and forgets the record. It works after a crash too (kill -9 of everything) and twice.
-# One real node per machine: its host paths and sysctls are the machine's.
+# The node changes the host, and stop (make down) undoes every change: hack/localplane records
+# each change before it is made (the sysctls kubelet and the bridge plugin set, the fixed host
+# paths, the cgroups, mounts and iptables chains the node makes, its bridge) with what was there
+# before, and stop undoes those records newest first and nothing else. It works after a crash too
+# (kill -9 of everything) and twice. One real node per machine: its host paths and sysctls are
+# the machine's.
 
 LOCAL_NODE="${LOCAL_NODE:-auto}"
 NODE_NAME="${NODE_NAME:-local-node}"
@@ -38,18 +38,6 @@ NODE_IMAGE_ALIASES=(
   us-central1-docker.pkg.dev/k8s-staging-images/agent-sandbox/python-runtime-sandbox:latest-main
 )
 NODE_IMAGES_LOCAL=(localhost/sandbox:local localhost/noshell:local localhost/pause:local)
-
-# Sysctls kubelet sets at every start (its kernel defaults) and the bridge plugin's forwarding.
-NODE_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
-# Paths the node's processes create whatever directories they are given: kubelet's device
-# plugins and container log links, libcni's result cache, containerd's shim sockets.
-NODE_HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd)
-# kubelet's cgroup of pods, in every cgroup v1 hierarchy (or the v2 root).
-NODE_CGROUP_NAME="kubepods"
-# The iptables tables where kubelet makes its KUBE-* chains (a hint and a canary for other
-# components, and a rule against martian packets to 127.0.0.0/8).
-NODE_IPTABLES_TABLES=(filter nat mangle)
 
 # node_ip: the bridge's address (the pod CIDR's first), where kubelet serves and the Node says it
 # is: kubelet refuses a loopback address, and the bridge's keeps it off the machine's network.
@@ -103,92 +91,6 @@ node_enabled() {
   [[ "${LOCAL_NODE}" == true ]] && die "node: LOCAL_NODE=true but ${why}"
   log "node: not started: ${why}; kwok's nodes alone"
   return 1
-}
-
-# ---------------------------------------------------------------------------
-# The host record
-
-node_record() { echo "${NODE_DIR}/host-before"; }
-
-# record_host writes, once, the sysctls, host paths, cgroups and bridge as they are before the
-# node changes them.
-record_host() {
-  local rec s p d
-  rec="$(node_record)"
-  [[ -s "${rec}" ]] && return 0
-  mkdir -p "${NODE_DIR}"
-  {
-    for s in "${NODE_SYSCTLS[@]}"; do
-      echo "sysctl ${s} $(sysctl -n "${s}" 2>/dev/null || echo -)"
-    done
-    for p in "${NODE_HOST_PATHS[@]}"; do
-      [[ -e "${p}" ]] && echo "path ${p}"
-    done
-    for d in $(node_cgroup_dirs); do
-      [[ -d "${d}" ]] && echo "cgroup ${d}"
-    done
-    ip link show "${NODE_BRIDGE}" >/dev/null 2>&1 && echo "bridge ${NODE_BRIDGE}"
-    local cmd table
-    for cmd in $(iptables_commands); do
-      for table in "${NODE_IPTABLES_TABLES[@]}"; do
-        kube_chains "${cmd}" "${table}" | sed "s/^/chain ${cmd} ${table} /"
-      done
-    done
-    true
-  } >"${rec}.tmp"
-  mv "${rec}.tmp" "${rec}"
-}
-
-# node_cgroup_dirs: where kubelet's pods cgroup is, in every hierarchy.
-node_cgroup_dirs() {
-  local d
-  if [[ -f /sys/fs/cgroup/cgroup.controllers && ! -d /sys/fs/cgroup/memory ]]; then
-    echo "/sys/fs/cgroup/${NODE_CGROUP_NAME}"
-    return
-  fi
-  for d in /sys/fs/cgroup/*/; do
-    [[ -L "${d%/}" ]] && continue
-    echo "${d}${NODE_CGROUP_NAME}"
-  done
-}
-
-recorded() { grep -qxF "$1" "$(node_record)" 2>/dev/null; }
-
-iptables_commands() {
-  local cmd
-  for cmd in iptables ip6tables; do
-    command -v "${cmd}" >/dev/null && echo "${cmd}"
-  done
-}
-
-# kube_chains CMD TABLE: the KUBE-* chains in TABLE.
-kube_chains() {
-  "$1" -w 5 -t "$2" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ { print $2 }'
-}
-
-# remove_kube_chains deletes the KUBE-* chains that were not there before, and the rules that
-# jump to them.
-remove_kube_chains() {
-  local cmd table chain rule new
-  for cmd in $(iptables_commands); do
-    for table in "${NODE_IPTABLES_TABLES[@]}"; do
-      new=()
-      for chain in $(kube_chains "${cmd}" "${table}"); do
-        recorded "chain ${cmd} ${table} ${chain}" || new+=("${chain}")
-      done
-      ((${#new[@]})) || continue
-      for chain in "${new[@]}"; do
-        while IFS= read -r rule; do
-          # The rule as iptables -S prints it, quoted comments and all, with -A made -D.
-          eval "\"\${cmd}\" -w 5 -t \"\${table}\" -D ${rule#-A }" || true
-        done < <("${cmd}" -w 5 -t "${table}" -S | awk -v c="${chain}" '$1 == "-A" && $2 != c && / -j / { for (i = 3; i < NF; i++) if ($i == "-j" && $(i + 1) == c) { print; next } }')
-      done
-      for chain in "${new[@]}"; do "${cmd}" -w 5 -t "${table}" -F "${chain}" 2>/dev/null || true; done
-      for chain in "${new[@]}"; do
-        "${cmd}" -w 5 -t "${table}" -X "${chain}" 2>/dev/null || log "WARNING: node: cannot delete the ${cmd} chain ${table}/${chain}"
-      done
-    done
-  done
 }
 
 # ---------------------------------------------------------------------------
@@ -362,13 +264,10 @@ probe_containerd() {
 }
 
 start_containerd() {
-  record_host
+  # Every change the node makes to the host is recorded before it is made (and the bridge made):
+  # stop undoes those and nothing else.
+  local_plane node-record
   write_containerd_config
-  # The bridge with the node's address, before kubelet, which serves there; the bridge plugin
-  # finds it and adds the pods' ends.
-  ip link show "${NODE_BRIDGE}" >/dev/null 2>&1 || ip link add "${NODE_BRIDGE}" type bridge
-  ip addr replace "$(node_ip)/${NODE_POD_CIDR#*/}" dev "${NODE_BRIDGE}"
-  ip link set "${NODE_BRIDGE}" up
   # A containerd without its root directory has no containers: stop removed them, so the pods
   # bound to this node are gone too. They are deleted, and their owners make new ones (a pod
   # that never restarts would otherwise stay Failed).
@@ -475,93 +374,15 @@ taint_kwok_nodes() {
 # ---------------------------------------------------------------------------
 # Stop and clean up
 
-# kill_node_containers kills every process in kubelet's pod cgroups, until none is left.
-kill_node_containers() {
-  local d f pid i left
-  for ((i = 0; i < 50; i++)); do
-    left=0
-    for d in $(node_cgroup_dirs); do
-      [[ -d "${d}" ]] || continue
-      while IFS= read -r f; do
-        while IFS= read -r pid; do
-          [[ -n "${pid}" ]] || continue
-          kill -KILL "${pid}" 2>/dev/null && left=1
-        done <"${f}"
-      done < <(find "${d}" -name cgroup.procs 2>/dev/null)
-    done
-    ((left == 0)) && return 0
-    sleep 0.1
-  done
-  log "WARNING: node: processes left in the pod cgroups"
-}
-
-# kill_node_shims kills the runc shims of this plane's containerd (they outlive it by design).
-kill_node_shims() {
-  local shim pid exe
-  shim="$(readlink -f "${TOOLS_BIN}/containerd-shim-runc-v2" 2>/dev/null)" || return 0
-  [[ -n "${shim}" ]] || return 0
-  for pid in $(pgrep -f containerd-shim-runc-v2 || true); do
-    exe="$(readlink "/proc/${pid}/exe" 2>/dev/null || true)"
-    [[ "${exe% (deleted)}" == "${shim}" ]] && kill -KILL "${pid}" 2>/dev/null
-  done
-  return 0
-}
-
-# unmount_under DIR...: unmounts every mount at or below each DIR, deepest first.
-unmount_under() {
-  local dir target
-  for dir in "$@"; do
-    [[ -e "${dir}" ]] || continue
-    while IFS= read -r target; do
-      umount "${target}" 2>/dev/null || umount -l "${target}" 2>/dev/null ||
-        log "WARNING: node: cannot unmount ${target}"
-    done < <(awk -v d="${dir}" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo |
-      awk '{ print length($0), $0 }' | sort -rn | cut -d' ' -f2-)
-  done
-}
-
-# node_cleanup undoes what the node did to the host, from the record made before its first start.
+# node_cleanup undoes what the node did to the host, from the journal of its host changes
+# (hack/localplane, docs/local-plane.md), newest first.
 node_cleanup() {
-  local rec kind a b p d
-  rec="$(node_record)"
-  kill_node_containers
-  kill_node_shims
-  local paths=("${NODE_DIR}")
-  for p in "${NODE_HOST_PATHS[@]}"; do
-    recorded "path ${p}" || paths+=("${p}")
-  done
-  unmount_under "${paths[@]}"
-  if ip link show "${NODE_BRIDGE}" >/dev/null 2>&1 && ! recorded "bridge ${NODE_BRIDGE}"; then
-    ip link del "${NODE_BRIDGE}" 2>/dev/null || log "WARNING: node: cannot delete the bridge ${NODE_BRIDGE}"
-  fi
-  for d in $(node_cgroup_dirs); do
-    if [[ -d "${d}" ]] && ! recorded "cgroup ${d}"; then
-      find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || log "WARNING: node: cannot remove the cgroup ${d}"
-    fi
-  done
-  for p in "${paths[@]}"; do
-    [[ -e "${p}" && "${p}" != "${NODE_DIR}" ]] && rm -rf --one-file-system "${p}"
-  done
-  remove_kube_chains
-  if [[ -s "${rec}" ]]; then
-    while read -r kind a b; do
-      [[ "${kind}" == sysctl && "${b}" != - ]] || continue
-      [[ "$(sysctl -n "${a}" 2>/dev/null)" == "${b}" ]] || sysctl -qw "${a}=${b}" >/dev/null ||
-        log "WARNING: node: cannot restore ${a}=${b}"
-    done <"${rec}"
-  fi
-  # Everything of the node goes, its record last: the host is as it was.
-  if [[ -d "${NODE_DIR}" ]]; then
-    find "${NODE_DIR}" -mindepth 1 -maxdepth 1 ! -name host-before -exec rm -rf --one-file-system {} +
-  fi
-  rm -f "${rec}"
-  rmdir "${NODE_DIR}" 2>/dev/null || true
-  log "node: host restored (containers, mounts, bridge, cgroups, paths, iptables chains, sysctls)"
+  local_plane node-restore
 }
 
 # node_touched: the node ran, or left something behind.
 node_touched() {
-  [[ -e "${PIDS}/kubelet.pid" || -e "${PIDS}/containerd.pid" || -d "${NODE_DIR}" ]]
+  [[ -e "${PIDS}/kubelet.pid" || -e "${PIDS}/containerd.pid" || -d "${NODE_DIR}" || -e "${OUT}/host-changes.json" ]]
 }
 
 node_status() {
