@@ -118,15 +118,6 @@ OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
 NODE_COMPONENTS=" containerd kubelet "
 
-# local_plane ARGS...: hack/localplane (the host change journal), built on first use; go build
-# answers from its cache once it is built.
-local_plane() {
-  local bin="${ROOT}/_output/bin/local-plane"
-  (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}" ./hack/localplane) ||
-    die "cannot build hack/localplane"
-  NODE_BRIDGE="${NODE_BRIDGE}" NODE_POD_CIDR="${NODE_POD_CIDR}" "${bin}" -root "${ROOT}" "$@"
-}
-
 kubectl_admin() {
   "${TOOLS_BIN}/kubectl" --kubeconfig "${ADMIN_KUBECONFIG}" --request-timeout=20s "$@"
 }
@@ -164,7 +155,6 @@ check_tools() {
     die "missing tools in _output/tools/bin: ${missing[*]} (run: make tools)"
   fi
   [[ -f "${KWOK_STAGES}/node-initialize.yaml" ]] || die "kwok stage files missing in _output/tools/kwok-stages (run: make tools)"
-  command -v openssl >/dev/null || die "openssl not found (apt-get install openssl)"
   command -v curl >/dev/null || die "curl not found (apt-get install curl)"
 }
 
@@ -300,65 +290,18 @@ start_component() {
 }
 
 # ---------------------------------------------------------------------------
-# Certificates (openssl), made once and kept
+# Certificates (hack/localplane/certs), made once and kept
 
 b64() { base64 -w0 <"$1"; }
 
-new_key() {
-  [[ -s "$1" ]] && return 0
-  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
-  chmod 600 "$1"
-}
-
 # make_ca NAME CN
-make_ca() {
-  local name="$1" cn="$2"
-  [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]] && return 0
-  log "certs: ${name} (CA ${cn})"
-  rm -f "${CERTS}/${name}.crt"
-  write_ca "${CERTS}/${name}.key" "${CERTS}/${name}.crt" "${cn}" 3650
-}
+make_ca() { local_plane cert ca "${CERTS}" "$1" "$2" 3650; }
 
-# make_cert NAME CA CN ORG(-) server|client [SAN...]: a leaf signed by CA;
-# remade when missing or when it no longer verifies against CA.
+# make_cert NAME CA CN ORG(-) server|client|peer [SAN...]: a leaf signed by CA; remade when
+# missing, when it no longer verifies against CA or lacks one of the SANs.
 make_cert() {
   local name="$1" ca="$2" cn="$3" org="$4" usage="$5"; shift 5
-  local crt="${CERTS}/${name}.crt" key="${CERTS}/${name}.key" cfg san="" eku
-  if [[ -s "${crt}" && -s "${key}" ]] &&
-    openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null 2>&1; then
-    return 0
-  fi
-  log "certs: ${name} (${cn})"
-  new_key "${key}"
-  case "${usage}" in
-    server) eku="serverAuth" ;;
-    client) eku="clientAuth" ;;
-    peer) eku="serverAuth,clientAuth" ;;
-  esac
-  local s
-  for s in "$@"; do
-    if [[ "${s}" =~ ^[0-9.]+$ ]]; then san+="${san:+,}IP:${s}"; else san+="${san:+,}DNS:${s}"; fi
-  done
-  cfg="$(mktemp)"
-  {
-    echo "[req]"
-    echo "distinguished_name = dn"
-    echo "prompt = no"
-    echo "[dn]"
-    [[ "${org}" != "-" ]] && echo "O = ${org}"
-    echo "CN = ${cn}"
-    echo "[ext]"
-    echo "basicConstraints = critical,CA:FALSE"
-    echo "keyUsage = critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage = ${eku}"
-    echo "authorityKeyIdentifier = keyid"
-    [[ -n "${san}" ]] && echo "subjectAltName = ${san}"
-  } >"${cfg}"
-  openssl req -new -key "${key}" -config "${cfg}" 2>/dev/null |
-    openssl x509 -req -CA "${CERTS}/${ca}.crt" -CAkey "${CERTS}/${ca}.key" \
-      -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
-      -extfile "${cfg}" -extensions ext -out "${crt}" 2>/dev/null
-  rm -f "${cfg}"
+  local_plane cert leaf "${CERTS}" "${name}" "${ca}" "${cn}" "${org}" "${usage}" 3650 "$@"
 }
 
 make_certs() {
@@ -389,13 +332,7 @@ make_certs() {
   make_ca sandbox-etcd-ca "sandbox-local-etcd-ca"
   make_cert sandbox-etcd sandbox-etcd-ca sandbox-etcd - peer 127.0.0.1 localhost
   make_cert sandbox-etcd-client sandbox-etcd-ca sandbox-apiserver - client
-  if [[ ! -s "${CERTS}/service-account.key" ]]; then
-    log "certs: service-account key pair"
-    new_key "${CERTS}/service-account.key"
-    rm -f "${CERTS}/service-account.pub"
-  fi
-  [[ -s "${CERTS}/service-account.pub" ]] ||
-    openssl pkey -in "${CERTS}/service-account.key" -pubout -out "${CERTS}/service-account.pub" 2>/dev/null
+  local_plane cert keypair "${CERTS}" service-account
 }
 
 # write_kubeconfig FILE USER CERT: a self-contained kubeconfig (data embedded).

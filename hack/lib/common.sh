@@ -38,25 +38,15 @@ port_owner() {
   fi
 }
 
-# write_ca KEY CRT CN DAYS: a new self-signed CA certificate CRT for CN, valid for DAYS, with a
-# fresh RSA key in KEY. Both the local control plane and the deploy certificates use it.
-write_ca() {
-  local key="$1" crt="$2" cn="$3" days="$4" cfg
-  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "${key}" 2>/dev/null
-  chmod 600 "${key}"
-  cfg="$(mktemp)"
-  cat >"${cfg}" <<CONF
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = ${cn}
-[ext]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-CONF
-  openssl req -x509 -new -key "${key}" -sha256 -days "${days}" \
-    -config "${cfg}" -extensions ext -out "${crt}"
-  rm -f "${cfg}"
+# local_plane ARGS...: the Go side of the hack/ scripts (hack/localplane: certificates, the real
+# node's host change journal), built once per run of the calling script.
+LOCAL_PLANE_BUILT=""
+local_plane() {
+  local bin="${ROOT}/_output/bin/local-plane"
+  if [[ -z "${LOCAL_PLANE_BUILT}" ]]; then
+    (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}" ./hack/localplane) ||
+      die "cannot build hack/localplane"
+    LOCAL_PLANE_BUILT=1
+  fi
+  "${bin}" -root "${ROOT}" "$@"
 }

@@ -16,6 +16,8 @@ KUBELET_PORT="${KUBELET_PORT:-10250}"
 KUBELET_HEALTHZ_PORT="${KUBELET_HEALTHZ_PORT:-10248}"
 NODE_POD_CIDR="${NODE_POD_CIDR:-10.88.0.0/24}"
 NODE_BRIDGE="${NODE_BRIDGE:-sandbox0}"
+# hack/localplane reads these two.
+export NODE_POD_CIDR NODE_BRIDGE
 NODE_DIR="${OUT}/node"
 NODE_IMAGES="${ROOT}/_output/tools/images"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/usr/lib/cni}"

@@ -10,6 +10,11 @@
 //	local-plane node-restore   kills the node's containerd shims and undoes what the journal
 //	                           holds, newest first
 //	local-plane node-journal   prints the journal (what node-restore would undo)
+//	local-plane cert ca DIR NAME CN DAYS
+//	local-plane cert leaf DIR NAME CA CN ORG|- server|client|peer DAYS [SAN...]
+//	local-plane cert keypair DIR NAME
+//	                           makes the CA, the leaf or the key pair in DIR unless a good one
+//	                           is there (package certs); -renew makes leaves anew
 //
 // It reads the knobs of hack/local-up.sh from the environment (NODE_BRIDGE, NODE_POD_CIDR) and
 // works in the checkout given by -root (default: the current directory).
@@ -41,11 +46,15 @@ func logf(format string, args ...any) {
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
 	root := fs.String("root", ".", "the checkout whose _output/ holds the plane")
+	renew := fs.Bool("renew", false, "cert: make leaves anew even when they are good")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 && fs.Arg(0) == "cert" {
+		return cert(fs.Args()[1:], *renew)
+	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: local-plane [-root DIR] node-record|node-restore|node-journal")
+		return fmt.Errorf("usage: local-plane [-root DIR] node-record|node-restore|node-journal, or cert ...")
 	}
 	absRoot, err := filepath.Abs(*root)
 	if err != nil {
