@@ -81,6 +81,7 @@ vet:
 
 verify: vet tools
 	hack/verify-tracked-files.sh
+	hack/verify-shellcheck.sh
 	hack/verify-imports.sh
 	hack/verify-codegen.sh
 	hack/verify-deploy.sh

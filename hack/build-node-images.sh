@@ -37,14 +37,8 @@ PATH_ENV="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 sandbox_deb_files() {
   local status uris
   status="$(mktemp)"
-  uris="$(apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
+  uris="$(apt_retry apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
     -o Dir::State::status="${status}" "${SANDBOX_DEBS[@]}" 2>/dev/null)" || uris=""
-  if [[ -z "${uris}" && "$(id -u)" == 0 ]]; then
-    log "images: apt cannot resolve ${SANDBOX_DEBS[*]}; running apt-get update once"
-    apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
-    uris="$(apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
-      -o Dir::State::status="${status}" "${SANDBOX_DEBS[@]}" 2>/dev/null)" || uris=""
-  fi
   rm -f "${status}"
   [[ -n "${uris}" ]] || die "images: apt cannot resolve ${SANDBOX_DEBS[*]} (apt-get update)"
   awk '{ print $2 }' <<<"${uris}" | sort

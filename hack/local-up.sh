@@ -772,7 +772,7 @@ wait_openapi() {
     fi
     if ((SECONDS >= deadline)); then
       log "ERROR: not in kube-apiserver's OpenAPI after ${APISERVICE_TIMEOUT}s:"
-      sed 's/^/    /' <<<"${missing}" >&2
+      echo "    ${missing//$'\n'/$'\n'    }" >&2
       fail sandbox-apiserver "OpenAPI not aggregated after ${APISERVICE_TIMEOUT}s"
     fi
     sleep 1

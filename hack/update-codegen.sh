@@ -31,6 +31,8 @@ kube::codegen::gen_helpers --boilerplate "${BOILERPLATE}" "${ROOT}/pkg/apis/exte
 # listed with a leading "-": read for its types, never regenerated.
 # shellcheck source=hack/lib/common.sh
 source "${ROOT}/hack/lib/common.sh"
+# shellcheck source=hack/lib/debian.sh
+source "${ROOT}/hack/lib/debian.sh"
 # shellcheck source=hack/lib/protoc.sh
 source "${ROOT}/hack/lib/protoc.sh"
 ensure_protoc "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"

@@ -8,6 +8,7 @@ trap 'report_failure $? "${BASH_SOURCE[0]:-?}" "${LINENO}" "${BASH_COMMAND}"' ER
 report_failure() {
   # A function's own `return N` is a status it chose to give, not a failure to report.
   [[ "$4" != return* ]] || return 0
+  # shellcheck disable=SC2016 # the backquotes are text
   printf '[%s] ERROR: %s:%s: `%s` exited %s\n' "$(date +%H:%M:%S)" "$2" "$3" "$4" "$1" >&2
 }
 
