@@ -68,6 +68,7 @@ DATA="${OUT}/data"
 CERTS="${OUT}/certs"
 KUBECONFIGS="${OUT}/kubeconfigs"
 MANIFESTS="${OUT}/manifests"
+VOLUMES="${OUT}/volumes"
 ADMIN_KUBECONFIG="${OUT}/kubeconfig"
 TOOLS_BIN="${ROOT}/_output/tools/bin"
 KWOK_STAGES="${ROOT}/_output/tools/kwok-stages"
@@ -115,7 +116,7 @@ OPENAPI_KINDS=(
 OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 
 # Start order; stop runs it backwards.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager local-path-provisioner kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
 NODE_COMPONENTS=" containerd kubelet "
 
 kubectl_admin() {
@@ -148,7 +149,7 @@ component_ports() {
 
 check_tools() {
   local t missing=()
-  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl; do
+  for t in etcd kube-apiserver kube-controller-manager local-path-provisioner kube-scheduler kwok kubectl; do
     [[ -x "${TOOLS_BIN}/${t}" ]] || missing+=("${t}")
   done
   if ((${#missing[@]})); then
@@ -315,6 +316,7 @@ make_certs() {
   make_cert admin ca admin system:masters client
   make_cert kube-controller-manager ca system:kube-controller-manager - client
   make_cert kube-scheduler ca system:kube-scheduler - client
+  make_cert local-path-provisioner ca system:local-path-provisioner - client
   make_cert kwok ca kwok system:masters client
   # kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS;
   # kube-apiserver verifies it with the cluster CA and shows its own client cert.
@@ -369,6 +371,7 @@ make_kubeconfigs() {
   write_kubeconfig "${KUBECONFIGS}/kube-controller-manager.kubeconfig" system:kube-controller-manager kube-controller-manager
   write_kubeconfig "${KUBECONFIGS}/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
   write_kubeconfig "${KUBECONFIGS}/kwok.kubeconfig" kwok kwok
+  write_kubeconfig "${KUBECONFIGS}/local-path-provisioner.kubeconfig" system:local-path-provisioner local-path-provisioner
   write_kubeconfig "${KUBECONFIGS}/sandbox-apiserver.kubeconfig" "${SANDBOX_USER}" sandbox-apiserver-client
 }
 
@@ -446,9 +449,9 @@ probe_healthz_https() {
   curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok
 }
 
-# The host-path provisioner backs the default StorageClass (artifacts/local/
-# storageclass.yaml). Quotas are recounted every 15s instead of 5m, so that
-# the usage of a new ResourceQuota of our kinds shows soon after it is made.
+# Quotas are recounted every 15s instead of 5m, so that the usage of a new
+# ResourceQuota of our kinds shows soon after it is made. Volumes come from
+# local-path-provisioner (artifacts/local/local-path.yaml), not from here.
 start_kube_controller_manager() {
   local kc="${KUBECONFIGS}/kube-controller-manager.kubeconfig"
   launch kube-controller-manager \
@@ -458,7 +461,6 @@ start_kube_controller_manager() {
     --bind-address=127.0.0.1 \
     --secure-port="${KUBE_CONTROLLER_MANAGER_PORT}" \
     --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle' \
-    --enable-hostpath-provisioner=true \
     --resource-quota-sync-period=15s \
     --root-ca-file="${CERTS}/ca.crt" \
     --service-account-private-key-file="${CERTS}/service-account.key" \
@@ -484,6 +486,47 @@ start_kube_scheduler() {
     --profiling=false \
     --v=1
   wait_ready kube-scheduler probe_healthz_https "${KUBE_SCHEDULER_PORT}"
+}
+
+# make_volumes_dir makes the directory of this plane's volumes, the owner's alone; one that is not
+# a directory of the user running the plane is refused (someone else could read the volumes).
+make_volumes_dir() {
+  if [[ ! -e "${VOLUMES}" && ! -L "${VOLUMES}" ]]; then
+    mkdir -m 700 "${VOLUMES}"
+    return 0
+  fi
+  if [[ -L "${VOLUMES}" || ! -d "${VOLUMES}" || "$(stat -c %u "${VOLUMES}")" != "$(id -u)" ]]; then
+    die "${VOLUMES#"${ROOT}/"} is not a directory of $(id -un): refusing to keep volumes there (remove it)"
+  fi
+  chmod 700 "${VOLUMES}"
+}
+
+# remove_volumes removes the data of this plane's volumes (make down; the PersistentVolumes stay in
+# etcd and come back empty on the next start).
+remove_volumes() {
+  [[ -d "${VOLUMES}" && ! -L "${VOLUMES}" ]] || return 0
+  rm -rf --one-file-system "${VOLUMES}"
+  log "volumes: removed ${VOLUMES#"${ROOT}/"} (the data of this plane's PersistentVolumes)"
+}
+
+# probe_local_path_provisioner: it logged, since its launch, that its controller runs (it reads its
+# ConfigMap first and exits when it cannot).
+probe_local_path_provisioner() {
+  tail -c +"$((LOCAL_PATH_LOG_FROM + 1))" "${LOGS}/local-path-provisioner.log" | grep -q 'Provisioner started'
+}
+
+start_local_path_provisioner() {
+  local log="${LOGS}/local-path-provisioner.log"
+  LOCAL_PATH_LOG_FROM=0
+  [[ -f "${log}" ]] && LOCAL_PATH_LOG_FROM="$(stat -c %s "${log}")"
+  launch local-path-provisioner --debug start \
+    --kubeconfig="${KUBECONFIGS}/local-path-provisioner.kubeconfig" \
+    --provisioner-name=rancher.io/local-path \
+    --namespace=local-path-storage \
+    --configmap-name=local-path-config \
+    --service-account-name=local-path-helper \
+    --helper-image=localhost/sandbox:local
+  wait_ready local-path-provisioner probe_local_path_provisioner
 }
 
 probe_kwok() {
@@ -548,6 +591,7 @@ start_kwok() {
   for stage in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
     args+=("--config=${KWOK_STAGES}/${stage}.yaml")
   done
+  args+=("--config=${ROOT}/artifacts/local/kwok/local-path-helper.yaml")
   write_kwok_streams "${OUT}/kwok/streams.yaml"
   # --node-ip keeps every address kwok reports for its Nodes on loopback, so
   # nothing (kubectl logs/exec through the kube-apiserver) ever dials out.
@@ -646,6 +690,7 @@ apply_local_manifests() {
   ca="$(b64 "${CERTS}/ca.crt")"
   for f in "${ROOT}"/artifacts/local/*.yaml; do
     sed -e "s|@CA_BUNDLE@|${ca}|g" -e "s|@SANDBOX_APISERVER_PORT@|${SANDBOX_APISERVER_PORT}|g" \
+      -e "s|@VOLUMES_DIR@|${VOLUMES}|g" \
       "${f}" >"${MANIFESTS}/$(basename "${f}")"
   done
   log "applying artifacts/local"
@@ -655,6 +700,13 @@ apply_local_manifests() {
     [[ "${f}" == */namespace.yaml || "${f}" == */apiservices.yaml ]] || ordered+=("${f}")
   done
   ordered+=("${MANIFESTS}/apiservices.yaml")
+  # A StorageClass's provisioner cannot change: the class of a plane kept from before
+  # local-path-provisioner (kube-controller-manager's host-path provisioner) is made anew.
+  local provisioner
+  provisioner="$(kubectl_admin get storageclass standard -o jsonpath='{.provisioner}' 2>/dev/null || true)"
+  if [[ -n "${provisioner}" && "${provisioner}" != rancher.io/local-path ]]; then
+    kubectl_admin delete storageclass standard | sed 's/^/    /' >&2
+  fi
   for f in "${ordered[@]}"; do
     kubectl_admin apply -f "${f}" | sed 's/^/    /' >&2
   done
@@ -785,6 +837,7 @@ wait_openapi() {
 prepare() {
   check_tools
   mkdir -p "${LOGS}" "${PIDS}" "${DATA}"
+  make_volumes_dir
   make_certs
   make_kubeconfigs
 }
@@ -815,6 +868,7 @@ cmd_start() {
   start_component kube-apiserver
   apply_local_manifests
   start_component kube-controller-manager
+  start_component local-path-provisioner
   start_component kube-scheduler
   start_component kwok
   make_nodes
@@ -842,6 +896,7 @@ cmd_stop() {
     # Once containerd is down: the containers, their shims and what the node did to the host.
     [[ "${COMPONENTS[i]}" == containerd ]] && node_touched && node_cleanup
   done
+  remove_volumes
   # A killed process may take a moment to release its sockets.
   local name port left=0 i
   for name in "${COMPONENTS[@]}"; do

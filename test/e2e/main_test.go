@@ -35,7 +35,8 @@ var (
 
 // controlPlaneComponents are the processes hack/local-up.sh status reports, in start order.
 var controlPlaneComponents = []string{
-	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "sandbox-etcd", "sandbox-apiserver",
+	"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler", "kwok", "sandbox-etcd",
+	"sandbox-apiserver",
 }
 
 // TestMain makes sure the local control plane runs: a running one is reused (the
