@@ -261,25 +261,21 @@ EOF
 # ---------------------------------------------------------------------------
 # Components
 
-probe_containerd() {
-  "${TOOLS_BIN}/ctr" --address "${CONTAINERD_SOCK}" version >/dev/null 2>&1
-}
-
-start_containerd() {
-  # Every change the node makes to the host is recorded before it is made (and the bridge made):
-  # stop undoes those and nothing else.
+# prepare_containerd records the node's host changes (and makes the bridge) before any is made,
+# and writes containerd's configuration. A containerd without its root directory has no
+# containers: stop removed them, so the pods bound to this node are gone too; after_containerd
+# deletes those, and their owners make new ones (a pod that never restarts would otherwise stay
+# Failed).
+prepare_containerd() {
   local_plane node-record
   write_containerd_config
-  # A containerd without its root directory has no containers: stop removed them, so the pods
-  # bound to this node are gone too. They are deleted, and their owners make new ones (a pod
-  # that never restarts would otherwise stay Failed).
-  local fresh=false
-  [[ -d "${NODE_DIR}/containerd/root" ]] || fresh=true
-  # containerd finds its runc shim on PATH.
-  PATH="${TOOLS_BIN}:${PATH}" launch containerd --config "${NODE_DIR}/containerd/config.toml" --log-level warn
-  wait_ready containerd probe_containerd
+  NODE_FRESH=false
+  [[ -d "${NODE_DIR}/containerd/root" ]] || NODE_FRESH=true
+}
+
+after_containerd() {
   import_node_images
-  if [[ "${fresh}" == true ]]; then
+  if [[ "${NODE_FRESH}" == true ]]; then
     kubectl_admin delete pods --all-namespaces --field-selector "spec.nodeName=${NODE_NAME}" \
       --force --grace-period=0 --wait=false >/dev/null 2>&1 || true
   fi
@@ -316,33 +312,23 @@ import_node_images() {
   log "node: the sandbox image (shell, coreutils, tar, python3) also serves: ${NODE_IMAGE_ALIASES[*]}"
 }
 
-probe_kubelet() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz" | grep -qx ok
-}
-
-start_kubelet() {
+prepare_kubelet() {
   node_certs
   write_kubelet_config
   ensure_node_object
   local policy="${MANIFESTS}/local-node-images.yaml"
   write_pull_policy "${policy}"
   kubectl_admin apply -f "${policy}" >/dev/null
-  local start=${SECONDS}
-  launch kubelet \
-    --config="${NODE_DIR}/kubelet-config.yaml" \
-    --kubeconfig="${KUBECONFIGS}/kubelet.kubeconfig" \
-    --root-dir="${NODE_DIR}/kubelet" \
-    --hostname-override="${NODE_NAME}" \
-    --node-ip="$(node_ip)" \
-    --node-labels=type=real \
-    --v=1
-  wait_ready kubelet probe_kubelet
+  KUBELET_STARTED=${SECONDS}
+}
+
+after_kubelet() {
   if ! kubectl_admin wait --for=condition=Ready --timeout="${START_TIMEOUT}s" "node/${NODE_NAME}" >/dev/null; then
     kubectl_admin get node "${NODE_NAME}" -o wide >&2 || true
     fail kubelet "node ${NODE_NAME} not Ready after ${START_TIMEOUT}s"
   fi
   lift_not_ready_taint "${NODE_NAME}"
-  log "node: ${NODE_NAME} Ready $((SECONDS - start))s after kubelet's start"
+  log "node: ${NODE_NAME} Ready $((SECONDS - KUBELET_STARTED))s after kubelet's start"
 }
 
 # ensure_node_object creates the Node with its pod CIDR before kubelet registers it: there is no

@@ -1,47 +1,70 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Command local-plane holds the parts of the local plane (hack/local-up.sh) that are Go: the
-// record of what the real node changes on the host and its undo (package hostchange), and the
-// plane's certificates (package certs). hack/local-up.sh builds it into _output/bin and calls it.
+// Command local-plane is the Go side of the local plane (hack/local-up.sh, which builds it into
+// _output/bin and calls it):
 //
-//	local-plane node-record    records the node's host changes before containerd starts, and
-//	                           makes its bridge
-//	local-plane node-restore   kills the node's containerd shims and undoes what the journal
-//	                           holds, newest first
-//	local-plane node-journal   prints the journal (what node-restore would undo)
+//	local-plane component names        the components, in start order (package plane's table)
+//	local-plane component start NAME   starts one unless it runs (its ports checked first) and
+//	                                   waits until it is ready
+//	local-plane component stop NAME    SIGTERM, then SIGKILL after STOP_TIMEOUT
+//	local-plane component kill NAME    SIGKILL at once
+//	local-plane component status NAME  says whether it runs (exit status 1 when not)
+//	local-plane component ports NAME   its ports
+//	local-plane component show NAME    its binary, flags, ports and log
+//	local-plane component check-ports NAME
+//	                                   fails when it does not run and another process holds one of
+//	                                   its ports
+//	local-plane node-record            records the real node's host changes before containerd
+//	                                   starts (package hostchange), and makes its bridge
+//	local-plane node-restore           kills the node's containerd shims and undoes the journal,
+//	                                   newest first
+//	local-plane node-journal           prints the journal (what node-restore would undo)
 //	local-plane cert ca DIR NAME CN DAYS
 //	local-plane cert leaf DIR NAME CA CN ORG|- server|client|peer DAYS [SAN...]
-//	local-plane cert keypair DIR NAME
-//	                           makes the CA, the leaf or the key pair in DIR unless a good one
-//	                           is there (package certs); -renew makes leaves anew
+//	local-plane cert keypair DIR NAME  makes the CA, the leaf or the key pair in DIR unless a good
+//	                                   one is there (package certs); -renew makes leaves anew
 //
-// It reads the knobs of hack/local-up.sh from the environment (NODE_BRIDGE, NODE_POD_CIDR) and
+// It reads the knobs of hack/local-up.sh from the environment (the *_PORT variables,
+// SANDBOX_APISERVER_BIN and _ARGS, NODE_NAME, NODE_POD_CIDR, NODE_BRIDGE, START_TIMEOUT, ...) and
 // works in the checkout given by -root (default: the current directory).
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/hostchange"
+	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/plane"
 )
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		logf("ERROR: %v", err)
+		if err != errNotRunning {
+			logf("ERROR: %v", err)
+		}
 		os.Exit(1)
 	}
 }
+
+// errNotRunning is component status's answer for a component that does not run.
+var errNotRunning = fmt.Errorf("not running")
 
 // logf prints as hack/lib/common.sh's log does: a time stamp, to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
+
+const usage = "usage: local-plane [-root DIR] [-renew] component|node-record|node-restore|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -50,35 +73,98 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 && fs.Arg(0) == "cert" {
-		return cert(fs.Args()[1:], *renew)
+	if fs.NArg() == 0 {
+		return fmt.Errorf(usage)
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: local-plane [-root DIR] node-record|node-restore|node-journal, or cert ...")
+	if fs.Arg(0) == "cert" {
+		return cert(fs.Args()[1:], *renew)
 	}
 	absRoot, err := filepath.Abs(*root)
 	if err != nil {
 		return err
 	}
-	cfg, err := nodeConfigFromEnv(absRoot)
+	cfg, err := plane.ConfigFromEnv(absRoot)
 	if err != nil {
 		return err
 	}
-	journal, err := hostchange.Open(cfg.journalPath(), hostchange.Linux{})
+	if fs.Arg(0) == "component" {
+		return component(cfg, fs.Args()[1:])
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf(usage)
+	}
+	node := nodeConfig{Config: cfg, cgroupRoot: "/sys/fs/cgroup"}
+	journal, err := hostchange.Open(node.journalPath(), hostchange.Linux{})
 	if err != nil {
 		return err
 	}
 	switch fs.Arg(0) {
 	case "node-record":
-		return recordNode(cfg, journal)
+		return recordNode(node, journal)
 	case "node-restore":
-		return restoreNode(cfg, journal)
+		return restoreNode(node, journal)
 	case "node-journal":
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(journal.Changes())
 	}
-	return fmt.Errorf("unknown command %q", fs.Arg(0))
+	return fmt.Errorf("unknown command %q (%s)", fs.Arg(0), usage)
+}
+
+// component runs one of the component subcommands.
+func component(cfg plane.Config, args []string) error {
+	r := plane.Runner{Config: cfg, Log: logf}
+	if len(args) == 1 && args[0] == "names" {
+		for _, c := range cfg.Components() {
+			fmt.Println(c.Name)
+		}
+		return nil
+	}
+	if len(args) != 2 {
+		return fmt.Errorf("usage: local-plane component names | start|stop|kill|status|ports|show|check-ports NAME")
+	}
+	c, err := cfg.Component(args[1])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "start":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return r.Start(ctx, c)
+	case "stop":
+		r.Stop(c)
+		return nil
+	case "kill":
+		return r.Kill(c)
+	case "status":
+		state, ok := r.Status(c)
+		fmt.Println(state)
+		if !ok {
+			return errNotRunning
+		}
+		return nil
+	case "show":
+		fmt.Printf("%s\n", c.Binary)
+		for _, a := range c.Args {
+			fmt.Printf("  %s\n", a)
+		}
+		fmt.Printf("ports: %v\nlog: %s\n", c.Ports, cfg.Log(c.Name))
+		return nil
+	case "check-ports":
+		if _, ok := r.Running(c); ok {
+			return nil
+		}
+		return r.CheckPorts(c)
+	case "ports":
+		ports := make([]string, len(c.Ports))
+		for i, p := range c.Ports {
+			ports[i] = strconv.Itoa(p)
+		}
+		fmt.Println(strings.Join(ports, " "))
+		return nil
+	}
+	return fmt.Errorf("unknown component command %q", args[0])
 }
 
 // recordNode records every change the node is about to make, then makes the bridge (with the
@@ -90,7 +176,7 @@ func recordNode(cfg nodeConfig, journal *hostchange.Journal) error {
 			return err
 		}
 	}
-	return journal.MakeBridge(cfg.bridge, cfg.nodeAddr(), "local-plane")
+	return journal.MakeBridge(cfg.NodeBridge, cfg.nodeAddr(), "local-plane")
 }
 
 // restoreNode kills the runc shims of this plane's containerd (they outlive it by design), then
@@ -100,7 +186,7 @@ func restoreNode(cfg nodeConfig, journal *hostchange.Journal) error {
 	if journal.Empty() {
 		return nil
 	}
-	if err := killByExecutable(filepath.Join(cfg.toolsBin, "containerd-shim-runc-v2")); err != nil {
+	if err := killByExecutable(cfg.Tool("containerd-shim-runc-v2")); err != nil {
 		logf("WARNING: node: %v", err)
 	}
 	err := journal.Undo(func(s string) { logf("node: %s", s) })

@@ -4,59 +4,27 @@
 package main
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/hostchange"
+	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/plane"
 )
 
-// nodeConfig is what the real node's host changes depend on: the knobs of hack/local-up.sh
-// (docs/local-plane.md), read from the environment with the same defaults.
+// nodeConfig is the plane's configuration as the real node's host changes see it.
 type nodeConfig struct {
-	// out is the plane's directory (_output/local); the node's own is out/node.
-	out string
-	// bridge is the pods' bridge (NODE_BRIDGE), podCIDR their addresses (NODE_POD_CIDR): the
-	// first address is the node's, on the bridge.
-	bridge  string
-	podCIDR netip.Prefix
-	// toolsBin holds the node's binaries (containerd's runc shim among them).
-	toolsBin string
+	plane.Config
 	// cgroupRoot is where the cgroup hierarchies are mounted.
 	cgroupRoot string
 }
 
-func nodeConfigFromEnv(root string) (nodeConfig, error) {
-	c := nodeConfig{
-		out:        filepath.Join(root, "_output/local"),
-		bridge:     envOr("NODE_BRIDGE", "sandbox0"),
-		toolsBin:   filepath.Join(root, "_output/tools/bin"),
-		cgroupRoot: "/sys/fs/cgroup",
-	}
-	cidr := envOr("NODE_POD_CIDR", "10.88.0.0/24")
-	p, err := netip.ParsePrefix(cidr)
-	if err != nil || !p.Addr().Is4() || p.Bits() > 30 {
-		return c, fmt.Errorf("NODE_POD_CIDR: %q is not an IPv4 CIDR of at least four addresses", cidr)
-	}
-	c.podCIDR = p.Masked()
-	return c, nil
-}
+func (c nodeConfig) journalPath() string { return filepath.Join(c.Out, "host-changes.json") }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func (c nodeConfig) nodeDir() string     { return filepath.Join(c.out, "node") }
-func (c nodeConfig) journalPath() string { return filepath.Join(c.out, "host-changes.json") }
-
-// nodeAddr is the node's address on the bridge, in CIDR notation: the pod CIDR's first.
+// nodeAddr is the node's address on the bridge, in CIDR notation.
 func (c nodeConfig) nodeAddr() string {
-	return netip.PrefixFrom(c.podCIDR.Addr().Next(), c.podCIDR.Bits()).String()
+	return netip.PrefixFrom(c.NodePodCIDR.Addr().Next(), c.NodePodCIDR.Bits()).String()
 }
 
 // The node's host changes. This list is the one place that says what the real node does to the
@@ -98,7 +66,7 @@ func (c nodeConfig) nodeChanges() []hostchange.Change {
 				Prefixes: nodeIptablesPrefixes, By: "kubelet, portmap"})
 		}
 	}
-	paths := append([]string{c.nodeDir()}, nodeHostPaths...)
+	paths := append([]string{c.NodeDir()}, nodeHostPaths...)
 	for _, p := range paths {
 		out = append(out, hostchange.Change{Kind: hostchange.Path, Name: p, By: "the node"})
 	}
