@@ -83,7 +83,7 @@ cache_key() {
   {
     cat "$1/go.mod" "$1/go.sum"
     (cd "$1" && "${GO}" env GOVERSION GOOS GOARCH)
-  } | sha256sum | cut -c1-16
+  } | digest_key
 }
 
 kube_ldflags() {
@@ -202,7 +202,7 @@ build_node_tools() {
   local cache_root="$1" cache_dir="$2" containerd_cache runc_cache entry mod
   ensure_debs libseccomp-dev containernetworking-plugins
   containerd_cache="${cache_root}/containerd-$(cache_key "${CONTAINERD_MOD}")"
-  runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | sha256sum | cut -c1-16)"
+  runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | digest_key)"
   mkdir -p "${containerd_cache}" "${runc_cache}"
   for entry in "${NODE_TOOLS[@]}"; do
     IFS='|' read -r mod name pkg <<<"${entry}"
@@ -219,7 +219,8 @@ main() {
   local what="${1:-all}"
   case "${what}" in all|plane|node) ;; *) die "usage: hack/build-tools.sh [all|plane|node]" ;; esac
   command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
-  local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+  local cache_root
+  cache_root="$(tools_cache)"
   local cache_dir helm_cache_dir
   cache_dir="${cache_root}/$(cache_key "${TOOLS_MOD}")"
   helm_cache_dir="${cache_root}/helm-$(cache_key "${HELM_MOD}")"

@@ -35,7 +35,7 @@ source "${ROOT}/hack/lib/common.sh"
 source "${ROOT}/hack/lib/debian.sh"
 # shellcheck source=hack/lib/protoc.sh
 source "${ROOT}/hack/lib/protoc.sh"
-ensure_protoc "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+ensure_protoc "$(tools_cache)"
 go install golang.org/x/tools/cmd/goimports \
   k8s.io/code-generator/cmd/go-to-protobuf \
   k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo

@@ -39,6 +39,13 @@ port_owner() {
   fi
 }
 
+# tools_cache: the root of the cache where the hack/ scripts keep what they build or fetch, each
+# under a key of its inputs (SANDBOX_TOOLS_CACHE overrides it).
+tools_cache() { echo "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"; }
+
+# digest_key: the cache key of what stdin holds (pins, sources, the toolchain).
+digest_key() { sha256sum | cut -c1-16; }
+
 # local_plane ARGS...: the Go side of the hack/ scripts (hack/localplane: certificates, the real
 # node's host change journal), built once per run of the calling script.
 LOCAL_PLANE_BUILT=""
