@@ -126,6 +126,7 @@ OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 # The components in start order (stop runs it backwards), from their table in
 # hack/localplane/plane/components.go: what each runs, its flags, ports, readiness check and log.
 mapfile -t COMPONENTS < <(local_plane component names)
+((${#COMPONENTS[@]})) || die "hack/localplane lists no components"
 NODE_COMPONENTS=" containerd kubelet "
 
 kubectl_admin() {
