@@ -75,7 +75,6 @@ LOGS="${OUT}/logs"
 PIDS="${OUT}/pids"
 DATA="${OUT}/data"
 CERTS="${OUT}/certs"
-KUBECONFIGS="${OUT}/kubeconfigs"
 MANIFESTS="${OUT}/manifests"
 VOLUMES="${OUT}/volumes"
 ADMIN_KUBECONFIG="${OUT}/kubeconfig"
@@ -104,8 +103,6 @@ STOP_TIMEOUT="${STOP_TIMEOUT:-20}"
 
 source "${ROOT}/hack/lib/node.sh"
 
-SERVICE_IP="10.0.0.1"
-SANDBOX_USER="system:sandbox-apiserver"
 APISERVICES=(
   v1beta1.agents.x-k8s.io
   v1alpha1.agents.x-k8s.io
@@ -188,89 +185,9 @@ start_component() {
 }
 
 # ---------------------------------------------------------------------------
-# Certificates (hack/localplane/certs), made once and kept
+# Certificates and kubeconfigs: their table is hack/localplane/plane/credentials.go.
 
 b64() { base64 -w0 <"$1"; }
-
-# make_ca NAME CN
-make_ca() { local_plane cert ca "${CERTS}" "$1" "$2" 3650; }
-
-# make_cert NAME CA CN ORG(-) server|client|peer [SAN...]: a leaf signed by CA; remade when
-# missing, when it no longer verifies against CA or lacks one of the SANs.
-make_cert() {
-  local name="$1" ca="$2" cn="$3" org="$4" usage="$5"; shift 5
-  local_plane cert leaf "${CERTS}" "${name}" "${ca}" "${cn}" "${org}" "${usage}" 3650 "$@"
-}
-
-make_certs() {
-  mkdir -p "${CERTS}"
-  make_ca ca "sandbox-local-ca"
-  make_ca front-proxy-ca "sandbox-local-front-proxy-ca"
-  make_cert kube-apiserver ca kube-apiserver - server \
-    127.0.0.1 localhost "${SERVICE_IP}" kubernetes kubernetes.default \
-    kubernetes.default.svc kubernetes.default.svc.cluster.local
-  make_cert front-proxy-client front-proxy-ca front-proxy-client - client
-  make_cert admin ca admin system:masters client
-  make_cert kube-controller-manager ca system:kube-controller-manager - client
-  make_cert kube-scheduler ca system:kube-scheduler - client
-  make_cert local-path-provisioner ca system:local-path-provisioner - client
-  make_cert kwok ca kwok system:masters client
-  # kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS;
-  # kube-apiserver verifies it with the cluster CA and shows its own client cert.
-  make_cert kwok-serving ca kwok-serving - server 127.0.0.1 localhost
-  make_cert kube-apiserver-kubelet-client ca kube-apiserver-kubelet-client - client
-  make_cert sandbox-apiserver-client ca "${SANDBOX_USER}" - client
-  # The aggregator checks the name <service>.<namespace>.svc; kubectl and the
-  # probes here use localhost / 127.0.0.1.
-  make_cert sandbox-apiserver ca sandbox-apiserver - server \
-    localhost 127.0.0.1 sandbox-apiserver.sandbox-system.svc \
-    sandbox-apiserver.sandbox-system.svc.cluster.local
-  # sandbox-etcd trusts only certificates of its own CA: sandbox-apiserver's
-  # client certificate is the one credential that reads or writes sandbox
-  # objects there (the cluster's CA signs users, so it must not be trusted).
-  make_ca sandbox-etcd-ca "sandbox-local-etcd-ca"
-  make_cert sandbox-etcd sandbox-etcd-ca sandbox-etcd - peer 127.0.0.1 localhost
-  make_cert sandbox-etcd-client sandbox-etcd-ca sandbox-apiserver - client
-  local_plane cert keypair "${CERTS}" service-account
-}
-
-# write_kubeconfig FILE USER CERT: a self-contained kubeconfig (data embedded).
-write_kubeconfig() {
-  local file="$1" user="$2" cert="$3"
-  cat >"${file}.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: sandbox-local
-  cluster:
-    server: https://127.0.0.1:${KUBE_APISERVER_PORT}
-    certificate-authority-data: $(b64 "${CERTS}/ca.crt")
-users:
-- name: ${user}
-  user:
-    client-certificate-data: $(b64 "${CERTS}/${cert}.crt")
-    client-key-data: $(b64 "${CERTS}/${cert}.key")
-contexts:
-- name: sandbox-local
-  context:
-    cluster: sandbox-local
-    user: ${user}
-    namespace: default
-current-context: sandbox-local
-EOF
-  chmod 600 "${file}.tmp"
-  mv -f "${file}.tmp" "${file}"
-}
-
-make_kubeconfigs() {
-  mkdir -p "${KUBECONFIGS}"
-  write_kubeconfig "${ADMIN_KUBECONFIG}" admin admin
-  write_kubeconfig "${KUBECONFIGS}/kube-controller-manager.kubeconfig" system:kube-controller-manager kube-controller-manager
-  write_kubeconfig "${KUBECONFIGS}/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
-  write_kubeconfig "${KUBECONFIGS}/kwok.kubeconfig" kwok kwok
-  write_kubeconfig "${KUBECONFIGS}/local-path-provisioner.kubeconfig" system:local-path-provisioner local-path-provisioner
-  write_kubeconfig "${KUBECONFIGS}/sandbox-apiserver.kubeconfig" "${SANDBOX_USER}" sandbox-apiserver-client
-}
 
 # ---------------------------------------------------------------------------
 # What the components read
@@ -510,8 +427,7 @@ prepare() {
   check_tools
   mkdir -p "${LOGS}" "${PIDS}" "${DATA}"
   make_volumes_dir
-  make_certs
-  make_kubeconfigs
+  local_plane credentials
 }
 
 sandbox_binary_present() {

@@ -96,15 +96,8 @@ node_enabled() {
 }
 
 # ---------------------------------------------------------------------------
-# Certificates and configuration
+# Configuration
 
-node_certs() {
-  # kubelet's client certificate: the Node authorizer knows it as the node NODE_NAME.
-  make_cert "kubelet-${NODE_NAME}" ca "system:node:${NODE_NAME}" system:nodes client
-  # kubelet serves on the node's address; kube-apiserver verifies it with the cluster CA
-  # (--kubelet-certificate-authority).
-  make_cert "kubelet-serving-${NODE_NAME}" ca "${NODE_NAME}" - server "$(node_ip)" "${NODE_NAME}" localhost 127.0.0.1
-}
 
 write_containerd_config() {
   local dir="${NODE_DIR}/containerd"
@@ -177,7 +170,6 @@ EOF
 
 write_kubelet_config() {
   mkdir -p "${NODE_DIR}/kubelet"
-  write_kubeconfig "${KUBECONFIGS}/kubelet.kubeconfig" "system:node:${NODE_NAME}" "kubelet-${NODE_NAME}"
   cat >"${NODE_DIR}/kubelet-config.yaml" <<EOF
 # Written by hack/local-up.sh: the local plane's real node.
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -313,7 +305,7 @@ import_node_images() {
 }
 
 prepare_kubelet() {
-  node_certs
+  local_plane credentials node
   write_kubelet_config
   ensure_node_object
   local policy="${MANIFESTS}/local-node-images.yaml"

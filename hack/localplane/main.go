@@ -15,6 +15,8 @@
 //	local-plane component check-ports NAME
 //	                                   fails when it does not run and another process holds one of
 //	                                   its ports
+//	local-plane credentials [node]     makes the plane's certificates (kept while good) and writes
+//	                                   its kubeconfigs; with node, the real node's kubelet's too
 //	local-plane node-record            records the real node's host changes before containerd
 //	                                   starts (package hostchange), and makes its bridge
 //	local-plane node-restore           kills the node's containerd shims and undoes the journal,
@@ -64,7 +66,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-const usage = "usage: local-plane [-root DIR] [-renew] component|node-record|node-restore|node-journal|cert ..."
+const usage = "usage: local-plane [-root DIR] [-renew] component|credentials|node-record|node-restore|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -87,8 +89,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if fs.Arg(0) == "component" {
+	switch {
+	case fs.Arg(0) == "component":
 		return component(cfg, fs.Args()[1:])
+	case fs.Arg(0) == "credentials" && fs.NArg() <= 2:
+		node := fs.NArg() == 2 && fs.Arg(1) == "node"
+		if fs.NArg() == 2 && !node {
+			return fmt.Errorf("usage: local-plane credentials [node]")
+		}
+		return cfg.WriteCredentials(node, func(s string) { logf("certs: %s", s) })
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf(usage)
