@@ -126,7 +126,7 @@ func expectNoPlaneLeft(t *testing.T, s hostSnapshot) {
 		"interface":      {"sandbox0"},
 		"cgroup":         {"/kubepods"},
 		"mount":          {filepath.Join(repoRoot, "_output")},
-		"path":           {filepath.Join(repoRoot, "_output"), "/var/lib/kubelet", "/var/log/pods", "/tmp/hostpath_pv"},
+		"path":           {filepath.Join(repoRoot, "_output"), "/var/lib/kubelet", "/var/log/pods"},
 		"iptables-save":  {"CNI-", "KUBE-"},
 		"ip6tables-save": {"CNI-", "KUBE-"},
 	}
