@@ -83,6 +83,7 @@ MANIFESTS="${OUT}/manifests"
 mkdir -p "${CERTS}" "${MANIFESTS}"
 
 b64() { base64 -w0 <"$1"; }
+local_plane_build
 
 # make_ca NAME CN: a CA, made once and reused.
 make_ca() { local_plane cert ca "${CERTS}" "$1" "$2" "${CA_DAYS}"; }

@@ -81,25 +81,17 @@ ADMIN_KUBECONFIG="${OUT}/kubeconfig"
 TOOLS_BIN="${ROOT}/_output/tools/bin"
 KWOK_STAGES="${ROOT}/_output/tools/kwok-stages"
 
-ETCD_PORT="${ETCD_PORT:-2379}"
-ETCD_PEER_PORT="${ETCD_PEER_PORT:-2380}"
-KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-6443}"
-KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-10257}"
-KUBE_SCHEDULER_PORT="${KUBE_SCHEDULER_PORT:-10259}"
-KWOK_PORT="${KWOK_PORT:-10247}"
-SANDBOX_ETCD_PORT="${SANDBOX_ETCD_PORT:-2381}"
-SANDBOX_ETCD_PEER_PORT="${SANDBOX_ETCD_PEER_PORT:-2382}"
-SANDBOX_APISERVER_PORT="${SANDBOX_APISERVER_PORT:-8443}"
-SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apiserver}"
-SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
+# The knobs hack/localplane reads (ports, SANDBOX_APISERVER_BIN, NODE_*, START_TIMEOUT, ...), with
+# their defaults, from hack/localplane/plane/config.go; the others are this script's.
+local_plane_build
+plane_config="$(local_plane shell)" || die "hack/localplane: the configuration is not valid (see above)"
+# shellcheck source=/dev/null
+source <(printf '%s\n' "${plane_config}")
 SKIP_SANDBOX_APISERVER="${SKIP_SANDBOX_APISERVER:-}"
 KWOK_NODES="${KWOK_NODES:-3}"
 SANDBOX_WORK_DIR="${SANDBOX_WORK_DIR:-${OUT}/sandbox-work}"
 PORT_FORWARD_PORTS="${PORT_FORWARD_PORTS:-18000-18099}"
-PROFILING="${PROFILING:-false}"
-START_TIMEOUT="${START_TIMEOUT:-90}"
 APISERVICE_TIMEOUT="${APISERVICE_TIMEOUT:-120}"
-STOP_TIMEOUT="${STOP_TIMEOUT:-20}"
 
 source "${ROOT}/hack/lib/node.sh"
 

@@ -46,15 +46,19 @@ tools_cache() { echo "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/s
 # digest_key: the cache key of what stdin holds (pins, sources, the toolchain).
 digest_key() { sha256sum | cut -c1-16; }
 
-# local_plane ARGS...: the Go side of the hack/ scripts (hack/localplane: certificates, the real
-# node's host change journal), built once per run of the calling script.
+# local_plane_build builds the Go side of the hack/ scripts (hack/localplane: the plane's
+# components, certificates and host change journal) into _output/bin/local-plane; go build
+# answers from its cache when nothing changed. Scripts call it once, at their top level: a call in
+# $(...) would not remember it.
 LOCAL_PLANE_BUILT=""
+local_plane_build() {
+  (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${ROOT}/_output/bin/local-plane" ./hack/localplane) ||
+    die "cannot build hack/localplane"
+  LOCAL_PLANE_BUILT=1
+}
+
+# local_plane ARGS...: runs local-plane for this checkout.
 local_plane() {
-  local bin="${ROOT}/_output/bin/local-plane"
-  if [[ -z "${LOCAL_PLANE_BUILT}" ]]; then
-    (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${bin}" ./hack/localplane) ||
-      die "cannot build hack/localplane"
-    LOCAL_PLANE_BUILT=1
-  fi
-  "${bin}" -root "${ROOT}" "$@"
+  [[ -n "${LOCAL_PLANE_BUILT}" ]] || local_plane_build
+  "${ROOT}/_output/bin/local-plane" -root "${ROOT}" "$@"
 }

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The local plane's real node: containerd (with runc and Debian's CNI plugins) and kubelet, joined
 # to the plane's kube-apiserver, running pods of images built locally (hack/build-node-images.sh)
-# and imported into containerd. Sourced by hack/local-up.sh, after its own definitions.
+# and imported into containerd. Sourced by hack/local-up.sh, after its own definitions (NODE_NAME,
+# NODE_IP, NODE_POD_CIDR, NODE_BRIDGE and the kubelet's ports come from hack/localplane).
 #
 # The node changes the host, and stop (make down) undoes every change: hack/localplane records
 # each change before it is made (the sysctls kubelet and the bridge plugin set, the fixed host
@@ -11,13 +12,6 @@
 # the machine's.
 
 LOCAL_NODE="${LOCAL_NODE:-auto}"
-NODE_NAME="${NODE_NAME:-local-node}"
-KUBELET_PORT="${KUBELET_PORT:-10250}"
-KUBELET_HEALTHZ_PORT="${KUBELET_HEALTHZ_PORT:-10248}"
-NODE_POD_CIDR="${NODE_POD_CIDR:-10.88.0.0/24}"
-NODE_BRIDGE="${NODE_BRIDGE:-sandbox0}"
-# hack/localplane reads these two.
-export NODE_POD_CIDR NODE_BRIDGE
 NODE_DIR="${OUT}/node"
 NODE_IMAGES="${ROOT}/_output/tools/images"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/usr/lib/cni}"
@@ -41,12 +35,6 @@ NODE_IMAGE_ALIASES=(
 )
 NODE_IMAGES_LOCAL=(localhost/sandbox:local localhost/noshell:local localhost/pause:local)
 
-# node_ip: the bridge's address (the pod CIDR's first), where kubelet serves and the Node says it
-# is: kubelet refuses a loopback address, and the bridge's keeps it off the machine's network.
-node_ip() {
-  local net="${NODE_POD_CIDR%/*}"
-  echo "${net%.*}.$((${net##*.} + 1))"
-}
 
 node_binaries_missing() {
   local t missing=()
@@ -145,6 +133,7 @@ EOF
   # bridge: pods on NODE_BRIDGE, the node's address their gateway; host-local hands out the pod
   # CIDR (the Node's spec.podCIDR) and keeps its leases under the node's directory; portmap
   # serves hostPort. No masquerading: pods reach the host, not the outside.
+  # shellcheck disable=SC2153 # NODE_IP comes from hack/localplane (hack/local-up.sh)
   cat >"${NODE_DIR}/cni/net.d/10-sandbox-local.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -158,7 +147,7 @@ EOF
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "${NODE_POD_CIDR}", "gateway": "$(node_ip)"}]],
+        "ranges": [[{"subnet": "${NODE_POD_CIDR}", "gateway": "${NODE_IP}"}]],
         "dataDir": "${NODE_DIR}/cni/ipam"
       }
     },
@@ -174,7 +163,7 @@ write_kubelet_config() {
 # Written by hack/local-up.sh: the local plane's real node.
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $(node_ip)
+address: ${NODE_IP}
 port: ${KUBELET_PORT}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -368,5 +357,5 @@ node_touched() {
 node_status() {
   local ready
   ready="$(kubectl_admin get node "${NODE_NAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)"
-  printf '%-24s %s\n' "node ${NODE_NAME}" "Ready=${ready:-unknown} (pods ${NODE_POD_CIDR} on ${NODE_BRIDGE}, kubelet $(node_ip):${KUBELET_PORT})"
+  printf '%-24s %s\n' "node ${NODE_NAME}" "Ready=${ready:-unknown} (pods ${NODE_POD_CIDR} on ${NODE_BRIDGE}, kubelet ${NODE_IP}:${KUBELET_PORT})"
 }

@@ -15,6 +15,7 @@
 //	local-plane component check-ports NAME
 //	                                   fails when it does not run and another process holds one of
 //	                                   its ports
+//	local-plane shell                  the configuration as shell assignments, for the scripts
 //	local-plane credentials [node]     makes the plane's certificates (kept while good) and writes
 //	                                   its kubeconfigs; with node, the real node's kubelet's too
 //	local-plane node-record            records the real node's host changes before containerd
@@ -66,7 +67,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-const usage = "usage: local-plane [-root DIR] [-renew] component|credentials|node-record|node-restore|node-journal|cert ..."
+const usage = "usage: local-plane [-root DIR] [-renew] shell|component|credentials|node-record|node-restore|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -90,6 +91,9 @@ func run(args []string) error {
 		return err
 	}
 	switch {
+	case fs.Arg(0) == "shell" && fs.NArg() == 1:
+		fmt.Print(cfg.Shell())
+		return nil
 	case fs.Arg(0) == "component":
 		return component(cfg, fs.Args()[1:])
 	case fs.Arg(0) == "credentials" && fs.NArg() <= 2:

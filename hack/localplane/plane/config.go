@@ -116,6 +116,29 @@ func envOr(name, def string) string {
 	return def
 }
 
+// Shell is the configuration the scripts read, as shell assignments (NAME='value'), for
+// hack/local-up.sh to source: the knobs' defaults live here alone.
+func (c Config) Shell() string {
+	vars := []struct{ name, value string }{
+		{"KUBE_APISERVER_PORT", strconv.Itoa(c.KubeAPIServerPort)},
+		{"KWOK_PORT", strconv.Itoa(c.KwokPort)},
+		{"SANDBOX_APISERVER_PORT", strconv.Itoa(c.SandboxAPIServerPort)},
+		{"SANDBOX_APISERVER_BIN", c.SandboxAPIServerBin},
+		{"KUBELET_PORT", strconv.Itoa(c.KubeletPort)},
+		{"KUBELET_HEALTHZ_PORT", strconv.Itoa(c.KubeletHealthzPort)},
+		{"NODE_NAME", c.NodeName},
+		{"NODE_POD_CIDR", c.NodePodCIDR.String()},
+		{"NODE_BRIDGE", c.NodeBridge},
+		{"NODE_IP", c.NodeIP()},
+		{"START_TIMEOUT", strconv.Itoa(int(c.StartTimeout.Seconds()))},
+	}
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "%s='%s'\n", v.name, strings.ReplaceAll(v.value, "'", `'\''`))
+	}
+	return b.String()
+}
+
 // The plane's directories and files under Out.
 func (c Config) Logs() string        { return filepath.Join(c.Out, "logs") }
 func (c Config) Pids() string        { return filepath.Join(c.Out, "pids") }
