@@ -180,16 +180,22 @@ func component(cfg plane.Config, args []string) error {
 	return fmt.Errorf("unknown component command %q", args[0])
 }
 
-// recordNode records every change the node is about to make, then makes the bridge (with the
-// node's address, before kubelet, which serves there; the bridge plugin finds it and adds the
-// pods' ends).
+// recordNode records every change the node is about to make, and makes the bridge as it records
+// it (with the node's address, before kubelet, which serves there; the bridge plugin finds it and
+// adds the pods' ends).
 func recordNode(cfg nodeConfig, journal *hostchange.Journal) error {
 	for _, c := range cfg.nodeChanges() {
-		if _, err := journal.Record(c); err != nil {
+		var err error
+		if c.Kind == hostchange.Interface {
+			err = journal.MakeBridge(c.Name, cfg.nodeAddr(), c.By)
+		} else {
+			_, err = journal.Record(c)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return journal.MakeBridge(cfg.NodeBridge, cfg.nodeAddr(), "local-plane")
+	return nil
 }
 
 // restoreNode kills the runc shims of this plane's containerd (they outlive it by design), then

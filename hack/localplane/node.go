@@ -50,7 +50,7 @@ var (
 // nodeChanges lists the records of the node's changes in the order they are made, so undoing
 // them newest first tears down in the right order: the pods' processes (cgroups) before the
 // mounts they hold, the mounts before the directories, those before the bridge, chains and
-// sysctls.
+// sysctls. The bridge is the one the plane makes itself (recordNode).
 func (c nodeConfig) nodeChanges() []hostchange.Change {
 	var out []hostchange.Change
 	for _, s := range nodeSysctls {
@@ -66,6 +66,8 @@ func (c nodeConfig) nodeChanges() []hostchange.Change {
 				Prefixes: nodeIptablesPrefixes, By: "kubelet, portmap"})
 		}
 	}
+	// The bridge, which recordNode makes as it records it.
+	out = append(out, hostchange.Change{Kind: hostchange.Interface, Name: c.NodeBridge, By: "local-plane"})
 	paths := append([]string{c.NodeDir()}, nodeHostPaths...)
 	for _, p := range paths {
 		out = append(out, hostchange.Change{Kind: hostchange.Path, Name: p, By: "the node"})
