@@ -184,18 +184,6 @@ b64() { base64 -w0 <"$1"; }
 # ---------------------------------------------------------------------------
 # What the components read
 
-# make_volumes_dir makes the directory of this plane's volumes, the owner's alone; one that is not
-# a directory of the user running the plane is refused (someone else could read the volumes).
-make_volumes_dir() {
-  if [[ ! -e "${VOLUMES}" && ! -L "${VOLUMES}" ]]; then
-    mkdir -m 700 "${VOLUMES}"
-    return 0
-  fi
-  if [[ -L "${VOLUMES}" || ! -d "${VOLUMES}" || "$(stat -c %u "${VOLUMES}")" != "$(id -u)" ]]; then
-    die "${VOLUMES#"${ROOT}/"} is not a directory of $(id -un): refusing to keep volumes there (remove it)"
-  fi
-  chmod 700 "${VOLUMES}"
-}
 
 # remove_volumes removes the data of this plane's volumes (make down; the PersistentVolumes stay in
 # etcd and come back empty on the next start).
@@ -418,7 +406,8 @@ wait_openapi() {
 prepare() {
   check_tools
   mkdir -p "${LOGS}" "${PIDS}" "${DATA}"
-  make_volumes_dir
+  # The volumes' directory, the owner's alone; one that is not a directory of this user is refused.
+  local_plane volumes-dir
   local_plane credentials
 }
 

@@ -15,6 +15,8 @@
 //	local-plane component check-ports NAME
 //	                                   fails when it does not run and another process holds one of
 //	                                   its ports
+//	local-plane volumes-dir            makes _output/local/volumes, the user's own with mode 0700,
+//	                                   or refuses one that is not
 //	local-plane shell                  the configuration as shell assignments, for the scripts
 //	local-plane credentials [node]     makes the plane's certificates (kept while good) and writes
 //	                                   its kubeconfigs; with node, the real node's kubelet's too
@@ -67,7 +69,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-const usage = "usage: local-plane [-root DIR] [-renew] shell|component|credentials|node-record|node-restore|node-journal|cert ..."
+const usage = "usage: local-plane [-root DIR] [-renew] shell|volumes-dir|component|credentials|node-record|node-restore|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -94,6 +96,8 @@ func run(args []string) error {
 	case fs.Arg(0) == "shell" && fs.NArg() == 1:
 		fmt.Print(cfg.Shell())
 		return nil
+	case fs.Arg(0) == "volumes-dir" && fs.NArg() == 1:
+		return plane.EnsureOwnDir(cfg.Volumes())
 	case fs.Arg(0) == "component":
 		return component(cfg, fs.Args()[1:])
 	case fs.Arg(0) == "credentials" && fs.NArg() <= 2:
