@@ -107,7 +107,8 @@ run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
 
-# Stops the plane and undoes what its real node did to the host (docs/local-plane.md).
+# Stops the plane, removes its volumes' data and undoes what its real node did to the host
+# (docs/local-plane.md).
 down:
 	hack/local-up.sh stop
 
