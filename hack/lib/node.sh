@@ -2,7 +2,8 @@
 # The local plane's real node: containerd (with runc and Debian's CNI plugins) and kubelet, joined
 # to the plane's kube-apiserver, running pods of images built locally (hack/build-node-images.sh)
 # and imported into containerd. Sourced by hack/local-up.sh, after its own definitions (NODE_NAME,
-# NODE_IP, NODE_POD_CIDR, NODE_BRIDGE and the kubelet's ports come from hack/localplane).
+# NODE_IP, NODE_POD_CIDR, NODE_BRIDGE, CNI_BIN_DIR and the kubelet's ports come from
+# hack/localplane, which also writes containerd's, the CNI plugins' and kubelet's configuration).
 #
 # The node changes the host, and stop (make down) undoes every change: hack/localplane records
 # each change before it is made (the sysctls kubelet and the bridge plugin set, the fixed host
@@ -14,7 +15,6 @@
 LOCAL_NODE="${LOCAL_NODE:-auto}"
 NODE_DIR="${OUT}/node"
 NODE_IMAGES="${ROOT}/_output/tools/images"
-CNI_BIN_DIR="${CNI_BIN_DIR:-/usr/lib/cni}"
 CONTAINERD_SOCK="${NODE_DIR}/run/containerd.sock"
 # The taint kwok's nodes carry while the real node runs: sandboxes land on the real node unless
 # their template tolerates it (the benchmarks' and scale tests' pools of hundreds).
@@ -87,117 +87,6 @@ node_enabled() {
 # Configuration
 
 
-write_containerd_config() {
-  local dir="${NODE_DIR}/containerd"
-  mkdir -p "${dir}" "${NODE_DIR}/cni/net.d" "${NODE_DIR}/run"
-  cat >"${dir}/config.toml" <<EOF
-# Written by hack/local-up.sh: the local plane's real node.
-version = 4
-root = '${dir}/root'
-state = '${dir}/state'
-oom_score = 0
-# NRI would listen on a fixed socket under /var/run; nothing here uses it.
-disabled_plugins = ['io.containerd.nri.v1.nri']
-
-[plugins.'io.containerd.server.v1.grpc']
-  address = '${CONTAINERD_SOCK}'
-[plugins.'io.containerd.server.v1.ttrpc']
-  address = '${CONTAINERD_SOCK}.ttrpc'
-
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = 'overlayfs'
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = 'localhost/pause:local'
-
-[plugins.'io.containerd.cri.v1.runtime']
-  # No CAP_SYS_RESOURCE here: a negative oom_score_adj would be refused.
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = 'runc'
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = 'io.containerd.runc.v2'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = '${TOOLS_BIN}/runc'
-        SystemdCgroup = false
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ['${CNI_BIN_DIR}']
-    conf_dir = '${NODE_DIR}/cni/net.d'
-    use_internal_loopback = true
-
-# The streaming server (exec, attach, port-forward) on a free loopback port; kubelet proxies to it.
-[plugins.'io.containerd.grpc.v1.cri']
-  stream_server_address = '127.0.0.1'
-  stream_server_port = '0'
-EOF
-  # bridge: pods on NODE_BRIDGE, the node's address their gateway; host-local hands out the pod
-  # CIDR (the Node's spec.podCIDR) and keeps its leases under the node's directory; portmap
-  # serves hostPort. No masquerading: pods reach the host, not the outside.
-  # shellcheck disable=SC2153 # NODE_IP comes from hack/localplane (hack/local-up.sh)
-  cat >"${NODE_DIR}/cni/net.d/10-sandbox-local.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "sandbox-local",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "${NODE_BRIDGE}",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "${NODE_POD_CIDR}", "gateway": "${NODE_IP}"}]],
-        "dataDir": "${NODE_DIR}/cni/ipam"
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
-}
-
-write_kubelet_config() {
-  mkdir -p "${NODE_DIR}/kubelet"
-  cat >"${NODE_DIR}/kubelet-config.yaml" <<EOF
-# Written by hack/local-up.sh: the local plane's real node.
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: ${NODE_IP}
-port: ${KUBELET_PORT}
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: ${KUBELET_HEALTHZ_PORT}
-tlsCertFile: ${CERTS}/kubelet-serving-${NODE_NAME}.crt
-tlsPrivateKeyFile: ${CERTS}/kubelet-serving-${NODE_NAME}.key
-# kube-apiserver's client certificate is checked against the cluster CA, and what it may do is
-# asked of kube-apiserver (SubjectAccessReview): exec, logs and port-forward pass through here.
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: ${CERTS}/ca.crt}
-authorization:
-  mode: Webhook
-containerRuntimeEndpoint: unix://${CONTAINERD_SOCK}
-cgroupDriver: cgroupfs
-# cgroup v1 is all some hosts have; kubelet refuses it unless told.
-failCgroupV1: false
-# Without CAP_SYS_RESOURCE: no negative oom_score_adj, no open-files limit above the hard one.
-oomScoreAdj: 0
-maxOpenFiles: 20000
-failSwapOn: false
-# No KUBE-FIREWALL chain (nothing here needs it); the hint and canary chains kubelet makes anyway
-# go at stop.
-makeIPTablesUtilChains: false
-podLogsDirectory: ${NODE_DIR}/pod-logs
-# The imported images are the only ones: never collect them, never evict for a busy shared disk.
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
-serializeImagePulls: false
-EOF
-}
-
 # write_pull_policy FILE: the MutatingAdmissionPolicy that gives containers of the locally served
 # images imagePullPolicy IfNotPresent.
 write_pull_policy() {
@@ -249,7 +138,7 @@ EOF
 # Failed).
 prepare_containerd() {
   local_plane node-record
-  write_containerd_config
+  local_plane node-config
   NODE_FRESH=false
   [[ -d "${NODE_DIR}/containerd/root" ]] || NODE_FRESH=true
 }
@@ -295,7 +184,7 @@ import_node_images() {
 
 prepare_kubelet() {
   local_plane credentials node
-  write_kubelet_config
+  local_plane node-config
   ensure_node_object
   local policy="${MANIFESTS}/local-node-images.yaml"
   write_pull_policy "${policy}"
@@ -357,5 +246,6 @@ node_touched() {
 node_status() {
   local ready
   ready="$(kubectl_admin get node "${NODE_NAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)"
+  # shellcheck disable=SC2153 # NODE_IP comes from hack/localplane (hack/local-up.sh)
   printf '%-24s %s\n' "node ${NODE_NAME}" "Ready=${ready:-unknown} (pods ${NODE_POD_CIDR} on ${NODE_BRIDGE}, kubelet ${NODE_IP}:${KUBELET_PORT})"
 }

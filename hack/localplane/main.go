@@ -20,6 +20,8 @@
 //	local-plane shell                  the configuration as shell assignments, for the scripts
 //	local-plane credentials [node]     makes the plane's certificates (kept while good) and writes
 //	                                   its kubeconfigs; with node, the real node's kubelet's too
+//	local-plane node-config            writes containerd's, the CNI plugins' and kubelet's
+//	                                   configuration for the real node
 //	local-plane node-record            records the real node's host changes before containerd
 //	                                   starts (package hostchange), and makes its bridge
 //	local-plane node-restore           kills the node's containerd shims and undoes the journal,
@@ -69,7 +71,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-const usage = "usage: local-plane [-root DIR] [-renew] shell|volumes-dir|component|credentials|node-record|node-restore|node-journal|cert ..."
+const usage = "usage: local-plane [-root DIR] [-renew] shell|volumes-dir|component|credentials|node-config|node-record|node-restore|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -96,6 +98,8 @@ func run(args []string) error {
 	case fs.Arg(0) == "shell" && fs.NArg() == 1:
 		fmt.Print(cfg.Shell())
 		return nil
+	case fs.Arg(0) == "node-config" && fs.NArg() == 1:
+		return cfg.WriteNodeConfig()
 	case fs.Arg(0) == "volumes-dir" && fs.NArg() == 1:
 		return plane.EnsureOwnDir(cfg.Volumes())
 	case fs.Arg(0) == "component":

@@ -44,6 +44,8 @@ type Config struct {
 	// NodePodCIDR holds the real node's pods; its first address is the node's, on NodeBridge.
 	NodePodCIDR netip.Prefix
 	NodeBridge  string
+	// CNIBinDir holds the CNI plugins (Debian's).
+	CNIBinDir string
 
 	StartTimeout, StopTimeout time.Duration
 }
@@ -95,6 +97,7 @@ func ConfigFromEnv(root string) (Config, error) {
 	}
 	c.NodeName = envOr("NODE_NAME", "local-node")
 	c.NodeBridge = envOr("NODE_BRIDGE", "sandbox0")
+	c.CNIBinDir = envOr("CNI_BIN_DIR", "/usr/lib/cni")
 	cidr := envOr("NODE_POD_CIDR", "10.88.0.0/24")
 	if p, err := netip.ParsePrefix(cidr); err != nil || !p.Addr().Is4() || p.Bits() > 30 {
 		errs = append(errs, fmt.Sprintf("NODE_POD_CIDR: %q is not an IPv4 CIDR of at least four addresses", cidr))
@@ -130,6 +133,7 @@ func (c Config) Shell() string {
 		{"NODE_POD_CIDR", c.NodePodCIDR.String()},
 		{"NODE_BRIDGE", c.NodeBridge},
 		{"NODE_IP", c.NodeIP()},
+		{"CNI_BIN_DIR", c.CNIBinDir},
 		{"START_TIMEOUT", strconv.Itoa(int(c.StartTimeout.Seconds()))},
 	}
 	var b strings.Builder
