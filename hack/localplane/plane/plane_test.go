@@ -5,6 +5,7 @@ package plane
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -136,5 +137,40 @@ func TestConfigFromEnv(t *testing.T) {
 	_, err = ConfigFromEnv("/repo")
 	if err == nil || !strings.Contains(err.Error(), "KUBE_APISERVER_PORT") || !strings.Contains(err.Error(), "NODE_POD_CIDR") {
 		t.Errorf("bad knobs: %v; want both named", err)
+	}
+}
+
+// The node's files carry the configuration's addresses and paths; the CNI one is valid JSON.
+func TestWriteNodeConfig(t *testing.T) {
+	t.Setenv("NODE_POD_CIDR", "10.99.0.0/24")
+	t.Setenv("NODE_BRIDGE", "br-test")
+	cfg, err := ConfigFromEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.WriteNodeConfig(); err != nil {
+		t.Fatal(err)
+	}
+	var cni struct {
+		Plugins []struct {
+			Type   string `json:"type"`
+			Bridge string `json:"bridge"`
+			IPAM   struct {
+				Ranges [][]struct{ Subnet, Gateway string } `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	b, _ := os.ReadFile(filepath.Join(cfg.NodeDir(), "cni/net.d/10-sandbox-local.conflist"))
+	if err := json.Unmarshal(b, &cni); err != nil {
+		t.Fatalf("CNI configuration: %v\n%s", err, b)
+	}
+	if p := cni.Plugins[0]; p.Bridge != "br-test" || p.IPAM.Ranges[0][0].Subnet != "10.99.0.0/24" || p.IPAM.Ranges[0][0].Gateway != "10.99.0.1" {
+		t.Errorf("bridge plugin %+v", p)
+	}
+	kubelet, _ := os.ReadFile(filepath.Join(cfg.NodeDir(), "kubelet-config.yaml"))
+	for _, want := range []string{"address: 10.99.0.1\n", "containerRuntimeEndpoint: unix://" + cfg.ContainerdSock() + "\n"} {
+		if !strings.Contains(string(kubelet), want) {
+			t.Errorf("kubelet configuration lacks %q", want)
+		}
 	}
 }
