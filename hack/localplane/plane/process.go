@@ -37,7 +37,10 @@ func (r Runner) pid(name string) int {
 
 // alive reports whether the process exists and is not a zombie.
 func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
