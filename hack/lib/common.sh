@@ -52,7 +52,9 @@ digest_key() { sha256sum | cut -c1-16; }
 # $(...) would not remember it.
 LOCAL_PLANE_BUILT=""
 local_plane_build() {
-  (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${ROOT}/_output/bin/local-plane" ./hack/localplane) ||
+  # umask 022: a caller's stricter umask (deploy-certs.sh's) would make _output/ unreadable to the
+  # real node's containers in a user namespace (runc reaches their root filesystems below it).
+  (cd "${ROOT}" && umask 022 && CGO_ENABLED=0 go build -trimpath -o "${ROOT}/_output/bin/local-plane" ./hack/localplane) ||
     die "cannot build hack/localplane"
   LOCAL_PLANE_BUILT=1
 }

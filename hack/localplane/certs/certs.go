@@ -203,7 +203,10 @@ func (d Dir) EnsureKeyPair(name string) error {
 }
 
 func (d Dir) newKey(name string) (*rsa.PrivateKey, error) {
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(d.Path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(d.Path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
 	key, err := rsa.GenerateKey(rand.Reader, keyBits)

@@ -86,7 +86,7 @@ func (j *Journal) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(j.path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
 		return err
 	}
 	tmp := j.path + ".tmp"

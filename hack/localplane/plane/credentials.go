@@ -143,7 +143,7 @@ func (c Config) writeKubeconfig(path, user, cert string) error {
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
 	cfg.Contexts["sandbox-local"] = &clientcmdapi.Context{Cluster: "sandbox-local", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "sandbox-local"
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := privateDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"

@@ -45,6 +45,13 @@ func TestStartStop(t *testing.T) {
 	if info, err := os.Stat(c.Dirs[0]); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("data directory: %v, %v; want mode 0700", info, err)
 	}
+	// The directories above are open: containers in a user namespace reach their root filesystems
+	// below them as a user other than root.
+	for _, d := range []string{r.Config.Out, r.Config.Data()} {
+		if info, err := os.Stat(d); err != nil || info.Mode().Perm()&0o005 != 0o005 {
+			t.Errorf("%s: %v, %v; want others to read and search it", d, info, err)
+		}
+	}
 	if err := r.Start(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}

@@ -99,13 +99,13 @@ func (r Runner) Start(ctx context.Context, c Component) error {
 
 // launch starts the process in a session of its own and returns where its log stood.
 func (r Runner) launch(c Component) (int64, error) {
-	for _, d := range append([]string{r.Config.Logs(), r.Config.Pids()}, c.Dirs...) {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []string{r.Config.Logs(), r.Config.Pids()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return 0, err
 		}
 	}
 	for _, d := range c.Dirs {
-		if err := os.Chmod(d, 0o700); err != nil {
+		if err := privateDir(d); err != nil {
 			return 0, err
 		}
 	}
@@ -131,6 +131,19 @@ func (r Runner) launch(c Component) (int64, error) {
 	// Not waited for: the process outlives this command, and init reaps it.
 	_ = cmd.Process.Release()
 	return logFrom, os.WriteFile(r.Config.Pidfile(c.Name), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// privateDir makes dir with mode 0700, or sets an existing one's; the directories above it are
+// made open to all (0755): the real node's containers in a user namespace reach their root
+// filesystems below _output/local, as a user other than root.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // readyPoll is how often readiness is checked during a start.
