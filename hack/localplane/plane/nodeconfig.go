@@ -33,7 +33,13 @@ func (c Config) WriteNodeConfig() error {
 		if err := f.tmpl.Execute(&b, c); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(c.NodeDir(), f.path), b.Bytes(), 0o644); err != nil {
+		// Renamed into place: containerd reloads the CNI configuration as soon as its file changes,
+		// and would read a half-written one.
+		path := filepath.Join(c.NodeDir(), f.path)
+		if err := os.WriteFile(path+".tmp", b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
 			return err
 		}
 	}
