@@ -463,7 +463,10 @@ cmd_stop() {
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
     # Once containerd is down: the containers, their shims and what the node did to the host.
-    [[ "${COMPONENTS[i]}" == containerd ]] && node_touched && node_cleanup
+    # What cannot be undone now stays in the journal for the next stop; the rest still stops.
+    if [[ "${COMPONENTS[i]}" == containerd ]] && node_touched; then
+      node_cleanup || log "WARNING: node: the host is not fully restored; hack/local-up.sh stop tries again"
+    fi
   done
   remove_volumes
   # A killed process may take a moment to release its sockets.

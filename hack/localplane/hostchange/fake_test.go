@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // fakeHost is a machine in memory. Paths are a set (a removal takes what is below), cgroups map
@@ -22,6 +23,9 @@ type fakeHost struct {
 	// respawn: processes that appear in a cgroup once after a kill round (a fork in flight).
 	respawn  map[string][]int
 	killed   []int
+	// busy: cgroups whose removal fails with EBUSY that many more times, no process left (the
+	// kernel still letting killed ones go).
+	busy     map[string]int
 	tables   map[string]*savedTable // "COMMAND TABLE"
 	restored []string               // the iptables-restore inputs
 }
@@ -33,6 +37,7 @@ func newFakeHost() *fakeHost {
 		interfaces: map[string]string{},
 		cgroups:    map[string][]int{},
 		respawn:    map[string][]int{},
+		busy:       map[string]int{},
 		tables:     map[string]*savedTable{},
 	}
 }
@@ -136,7 +141,11 @@ func (h *fakeHost) Kill(pid int) error {
 func (h *fakeHost) RemoveCgroup(dir string) error {
 	for cg, pids := range h.cgroups {
 		if under(cg, dir) && len(pids) > 0 {
-			return fmt.Errorf("rmdir %s: busy", cg)
+			return fmt.Errorf("rmdir %s: %w", cg, syscall.EBUSY)
+		}
+		if under(cg, dir) && h.busy[cg] > 0 {
+			h.busy[cg]--
+			return fmt.Errorf("rmdir %s: %w", cg, syscall.EBUSY)
 		}
 	}
 	for cg := range h.cgroups {

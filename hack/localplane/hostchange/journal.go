@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Host is the machine as the journal sees it: the real one (Linux) or a fake one in tests.
@@ -50,11 +52,13 @@ type Journal struct {
 	path    string
 	host    Host
 	changes []Change
+	// pause waits between two rounds of removing a cgroup (time.Sleep; tests do not wait).
+	pause func(time.Duration)
 }
 
 // Open reads the journal at path (none yet is an empty journal).
 func Open(path string, host Host) (*Journal, error) {
-	j := &Journal{path: path, host: host}
+	j := &Journal{path: path, host: host, pause: time.Sleep}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return j, nil
@@ -228,25 +232,36 @@ func (j *Journal) removeIfNew(c Change, exists func(string) (bool, error), remov
 	return verb + " " + c.Name, remove(c.Name)
 }
 
-// maxKillRounds bounds the rounds of SIGKILL to a cgroup's processes: a fork in flight may add
-// one after a round.
-const maxKillRounds = 50
+// cgroupRounds bounds the rounds of removing a cgroup, cgroupPause is the wait between two: a
+// fork in flight may add a process after a kill, and a cgroup whose last processes were just
+// killed stays busy until the kernel has let them go.
+const (
+	cgroupRounds = 100
+	cgroupPause  = 100 * time.Millisecond
+)
 
 // removeCgroup kills every process in the cgroup dir (and below) until none is left, then
 // removes its directories.
 func (j *Journal) removeCgroup(dir string) error {
-	for range maxKillRounds {
-		pids, err := j.host.CgroupProcs(dir)
-		if err != nil {
+	var err error
+	for range cgroupRounds {
+		var pids []int
+		if pids, err = j.host.CgroupProcs(dir); err != nil {
 			return err
 		}
 		if len(pids) == 0 {
-			return j.host.RemoveCgroup(dir)
+			if err = j.host.RemoveCgroup(dir); err == nil || !errors.Is(err, syscall.EBUSY) {
+				return err
+			}
 		}
 		for _, pid := range pids {
 			// A process may exit on its own between the listing and the kill.
 			_ = j.host.Kill(pid)
 		}
+		j.pause(cgroupPause)
+	}
+	if err != nil {
+		return err
 	}
 	return fmt.Errorf("processes keep appearing in %s", dir)
 }

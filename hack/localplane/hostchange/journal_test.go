@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func openJournal(t *testing.T, h Host) (*Journal, string) {
@@ -18,6 +19,7 @@ func openJournal(t *testing.T, h Host) (*Journal, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	j.pause = func(time.Duration) {}
 	return j, path
 }
 
@@ -126,12 +128,13 @@ func TestUndoEachKind(t *testing.T) {
 			}
 		},
 	}, {
-		name:   "new cgroup with processes, one forked during the kill",
+		name:   "new cgroup with processes, one forked during the kill, busy a while after",
 		change: Change{Kind: Cgroup, Name: "/sys/fs/cgroup/memory/kubepods", By: "kubelet"},
 		make: func(h *fakeHost) {
 			h.cgroups["/sys/fs/cgroup/memory/kubepods"] = nil
 			h.cgroups["/sys/fs/cgroup/memory/kubepods/pod1"] = []int{101, 102}
 			h.respawn["/sys/fs/cgroup/memory/kubepods/pod1"] = []int{103}
+			h.busy["/sys/fs/cgroup/memory/kubepods/pod1"] = 3
 		},
 		after: func(t *testing.T, h *fakeHost) {
 			if len(h.cgroups) != 0 {
