@@ -21,8 +21,8 @@ type fakeHost struct {
 	interfaces map[string]string // name -> address
 	cgroups    map[string][]int
 	// respawn: processes that appear in a cgroup once after a kill round (a fork in flight).
-	respawn  map[string][]int
-	killed   []int
+	respawn map[string][]int
+	killed  []int
 	// busy: cgroups whose removal fails with EBUSY that many more times, no process left (the
 	// kernel still letting killed ones go).
 	busy     map[string]int
