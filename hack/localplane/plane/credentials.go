@@ -109,6 +109,9 @@ func (c Config) WriteCredentials(node bool, report func(string)) error {
 	if err := d.EnsureKeyPair("service-account"); err != nil {
 		return err
 	}
+	if err := privateDir(c.Kubeconfigs()); err != nil {
+		return err
+	}
 	for _, cr := range c.credentials(node) {
 		if cr.kubeconfig == "" {
 			continue
@@ -143,7 +146,8 @@ func (c Config) writeKubeconfig(path, user, cert string) error {
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
 	cfg.Contexts["sandbox-local"] = &clientcmdapi.Context{Cluster: "sandbox-local", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "sandbox-local"
-	if err := privateDir(filepath.Dir(path)); err != nil {
+	// The admin's kubeconfig is in Out itself, which must stay open (see privateDir).
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"

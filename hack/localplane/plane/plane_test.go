@@ -181,3 +181,22 @@ func TestWriteNodeConfig(t *testing.T) {
 		}
 	}
 }
+
+// The credentials are private, the directories above them open, every kubeconfig 0600.
+func TestWriteCredentialsModes(t *testing.T) {
+	cfg, err := ConfigFromEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.WriteCredentials(false, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{
+		cfg.Out: 0o755, cfg.Certs(): 0o700, cfg.Kubeconfigs(): 0o700,
+		cfg.AdminKubeconfig(): 0o600, cfg.Kubeconfig("kwok"): 0o600, cfg.Cert("ca.key"): 0o600,
+	} {
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %v", path, info, err, want)
+		}
+	}
+}
