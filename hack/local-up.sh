@@ -336,6 +336,11 @@ lift_not_ready_taint() {
 
 wait_apiservices() {
   log "waiting up to ${APISERVICE_TIMEOUT}s for the APIServices to be Available"
+  # kube-apiserver checks an APIService that failed its check again after a back-off that grows
+  # to some seconds while the server starts; a change to the object has it checked at once, now
+  # that the server answers.
+  kubectl_admin annotate apiservices "${APISERVICES[@]}" --overwrite \
+    "sandbox-apiserver.dev/server-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
   local deadline=$((SECONDS + APISERVICE_TIMEOUT)) not_ready
   while true; do
     is_running sandbox-apiserver || fail sandbox-apiserver "exited while waiting for the APIServices"
