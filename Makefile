@@ -81,6 +81,7 @@ vet:
 
 verify: vet tools
 	hack/verify-tracked-files.sh
+	hack/verify-shellcheck.sh
 	hack/verify-imports.sh
 	hack/verify-codegen.sh
 	hack/verify-deploy.sh
@@ -106,7 +107,8 @@ run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
 
-# Stops the plane and undoes what its real node did to the host (docs/local-plane.md).
+# Stops the plane, removes its volumes' data and undoes what its real node did to the host
+# (docs/local-plane.md).
 down:
 	hack/local-up.sh stop
 

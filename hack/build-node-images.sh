@@ -37,14 +37,8 @@ PATH_ENV="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 sandbox_deb_files() {
   local status uris
   status="$(mktemp)"
-  uris="$(apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
+  uris="$(apt_retry apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
     -o Dir::State::status="${status}" "${SANDBOX_DEBS[@]}" 2>/dev/null)" || uris=""
-  if [[ -z "${uris}" && "$(id -u)" == 0 ]]; then
-    log "images: apt cannot resolve ${SANDBOX_DEBS[*]}; running apt-get update once"
-    apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
-    uris="$(apt-get install -qq --print-uris --no-install-recommends -o Debug::NoLocking=1 \
-      -o Dir::State::status="${status}" "${SANDBOX_DEBS[@]}" 2>/dev/null)" || uris=""
-  fi
   rm -f "${status}"
   [[ -n "${uris}" ]] || die "images: apt cannot resolve ${SANDBOX_DEBS[*]} (apt-get update)"
   awk '{ print $2 }' <<<"${uris}" | sort
@@ -118,11 +112,11 @@ sandbox_key() {
     echo "$1"
     echo "${DEB_FILES}"
     declare -f sandbox_rootfs
-  } | sha256sum | cut -c1-16
+  } | digest_key
 }
 
 main() {
-  CACHE="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+  CACHE="$(tools_cache)"
   mkdir -p "${CACHE}" "${OUT_IMAGES}"
   BIN="$(mktemp -d)"
   trap 'rm -rf "${BIN}"' EXIT
@@ -133,12 +127,10 @@ main() {
   tools_key="$({
     cat "${ROOT}"/hack/image/go.mod "${ROOT}"/hack/image/go.sum "${ROOT}"/hack/image/pause/*.go "${ROOT}"/hack/image/rootfs/*.go
     "${GO}" env GOVERSION GOARCH
-  } | sha256sum | cut -c1-16)"
+  } | digest_key)"
   # Stale package lists name revisions the mirror no longer has: update them once and retry.
   if ! image sandbox "$(sandbox_key "${tools_key}")" sandbox_rootfs '["/usr/local/bin/pause"]'; then
-    [[ "$(id -u)" == 0 ]] || die "images: cannot fetch the sandbox image's packages (apt-get update as root)"
-    log "images: running apt-get update once and retrying"
-    apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
+    apt_update_once || die "images: cannot fetch the sandbox image's packages (apt-get update as root)"
     DEB_FILES="$(sandbox_deb_files)"
     image sandbox "$(sandbox_key "${tools_key}")" sandbox_rootfs '["/usr/local/bin/pause"]' ||
       die "images: apt-get download of the sandbox image's packages failed"

@@ -4,7 +4,8 @@
 # hack/tools/go.mod, and helm from the pin in hack/tools/helm/go.mod (a module
 # of its own: helm's k8s.io dependencies are of another minor), each into a
 # cache directory keyed by its module's pins and the Go toolchain, and links
-# them into _output/tools/bin/. Also copies kwok's Stage files into
+# them into _output/tools/bin/; local-path-provisioner, the plane's volume
+# provisioner, likewise from hack/tools/local-path/go.mod. Also copies kwok's Stage files into
 # _output/tools/kwok-stages/. A second run only re-links.
 #
 # The local plane's real node (hack/local-up.sh runs it as root on Linux) needs
@@ -31,6 +32,7 @@ TOOLS_MOD="${ROOT}/hack/tools"
 HELM_MOD="${ROOT}/hack/tools/helm"
 CONTAINERD_MOD="${ROOT}/hack/tools/containerd"
 RUNC_MOD="${ROOT}/hack/tools/runc"
+LOCAL_PATH_MOD="${ROOT}/hack/tools/local-path"
 OUT_BIN="${ROOT}/_output/tools/bin"
 OUT_STAGES="${ROOT}/_output/tools/kwok-stages"
 
@@ -81,7 +83,7 @@ cache_key() {
   {
     cat "$1/go.mod" "$1/go.sum"
     (cd "$1" && "${GO}" env GOVERSION GOOS GOARCH)
-  } | sha256sum | cut -c1-16
+  } | digest_key
 }
 
 kube_ldflags() {
@@ -101,6 +103,7 @@ ldflags_for() {
   case "$1" in
     kube-*|kubectl|kubelet) kube_ldflags ;;
     containerd*|ctr) echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$(module_pin "${CONTAINERD_MOD}" github.com/containerd/containerd/v2)" ;;
+    local-path-provisioner) echo "-s -w -X main.VERSION=$(module_pin "${LOCAL_PATH_MOD}" github.com/rancher/local-path-provisioner)" ;;
     runc) echo "-s -w -X main.version=$(module_pin "${RUNC_MOD}" github.com/opencontainers/runc | sed 's/^v//') -extldflags -static-pie" ;;
     kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBE_VERSION#v}" ;;
     helm)
@@ -174,6 +177,10 @@ build_plane_tools() {
     build_tool "${TOOLS_MOD}" "${cache_dir}" "${entry%%|*}" "${entry#*|}"
   done
   build_tool "${HELM_MOD}" "${helm_cache_dir}" helm helm.sh/helm/v3/cmd/helm
+  local local_path_cache_dir
+  local_path_cache_dir="$(dirname "${cache_dir}")/local-path-$(cache_key "${LOCAL_PATH_MOD}")"
+  mkdir -p "${local_path_cache_dir}"
+  build_tool "${LOCAL_PATH_MOD}" "${local_path_cache_dir}" local-path-provisioner github.com/rancher/local-path-provisioner
 
   local kwok_dir rel
   # With every binary cached, the kwok module may still be missing from the module cache.
@@ -195,7 +202,7 @@ build_node_tools() {
   local cache_root="$1" cache_dir="$2" containerd_cache runc_cache entry mod
   ensure_debs libseccomp-dev containernetworking-plugins
   containerd_cache="${cache_root}/containerd-$(cache_key "${CONTAINERD_MOD}")"
-  runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | sha256sum | cut -c1-16)"
+  runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | digest_key)"
   mkdir -p "${containerd_cache}" "${runc_cache}"
   for entry in "${NODE_TOOLS[@]}"; do
     IFS='|' read -r mod name pkg <<<"${entry}"
@@ -212,7 +219,8 @@ main() {
   local what="${1:-all}"
   case "${what}" in all|plane|node) ;; *) die "usage: hack/build-tools.sh [all|plane|node]" ;; esac
   command -v "${GO}" >/dev/null || die "go not found (set GO=...)"
-  local cache_root="${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+  local cache_root
+  cache_root="$(tools_cache)"
   local cache_dir helm_cache_dir
   cache_dir="${cache_root}/$(cache_key "${TOOLS_MOD}")"
   helm_cache_dir="${cache_root}/helm-$(cache_key "${HELM_MOD}")"

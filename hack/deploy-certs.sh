@@ -4,7 +4,7 @@
 #
 # Usage: hack/deploy-certs.sh [--renew] OUT_DIR
 #
-# Makes, with openssl, into OUT_DIR/certs/:
+# Makes, with hack/localplane/certs (the local plane's certificates too), into OUT_DIR/certs/:
 #   ca.crt, ca.key            a CA (kept and reused on later runs: it is the
 #                             caBundle of the APIServices)
 #   serving.crt, serving.key  the serving certificate of sandbox-apiserver for
@@ -73,7 +73,6 @@ while (($#)); do
   shift
 done
 [[ -n "${OUT}" ]] || usage
-command -v openssl >/dev/null || die "openssl not found"
 
 umask 077
 mkdir -p "${OUT}"
@@ -83,61 +82,18 @@ CERTS="${OUT}/certs"
 MANIFESTS="${OUT}/manifests"
 mkdir -p "${CERTS}" "${MANIFESTS}"
 
-b64() { openssl base64 -A <"$1"; }
-
-new_key() {
-  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
-}
+b64() { base64 -w0 <"$1"; }
+local_plane_build
 
 # make_ca NAME CN: a CA, made once and reused.
-make_ca() {
-  local name="$1" cn="$2"
-  if [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]]; then
-    log "certs: reusing ${name}.crt ($(openssl x509 -in "${CERTS}/${name}.crt" -noout -subject))"
-    return 0
-  fi
-  log "certs: new CA ${name}.crt (CN ${cn}, ${CA_DAYS} days)"
-  write_ca "${CERTS}/${name}.key" "${CERTS}/${name}.crt" "${cn}" "${CA_DAYS}"
-}
+make_ca() { local_plane cert ca "${CERTS}" "$1" "$2" "${CA_DAYS}"; }
 
-# make_cert NAME CA CN EKU SAN...: a leaf signed by CA with the extended key
-# usages EKU (serverAuth, clientAuth or both, comma-separated) and the DNS or IP
-# subject alternative names SAN. Kept while it verifies against CA and is valid
-# for 30 more days, unless --renew.
+# make_cert NAME CA CN server|client|peer SAN...: a leaf signed by CA for serving, as a client or
+# both, with the DNS or IP subject alternative names SAN. Kept while it verifies against CA, has
+# every SAN and is valid for 30 more days, unless --renew.
 make_cert() {
-  local name="$1" ca="$2" cn="$3" eku="$4"; shift 4
-  local crt="${CERTS}/${name}.crt" key="${CERTS}/${name}.key" cfg san="" s
-  if [[ -z "${RENEW}" && -s "${crt}" && -s "${key}" ]] &&
-    openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null 2>&1 &&
-    openssl x509 -in "${crt}" -noout -checkend $((30 * 24 * 3600)) >/dev/null; then
-    log "certs: keeping ${name}.crt (valid until $(openssl x509 -in "${crt}" -noout -enddate | cut -d= -f2))"
-    return 0
-  fi
-  log "certs: new ${name}.crt (CN ${cn}, ${CERT_DAYS} days, signed by ${ca}.crt)"
-  for s in "$@"; do
-    if [[ "${s}" =~ ^[0-9.]+$ ]]; then san+="${san:+,}IP:${s}"; else san+="${san:+,}DNS:${s}"; fi
-  done
-  new_key "${key}"
-  cfg="$(mktemp)"
-  cat >"${cfg}" <<EOF
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = ${cn}
-[ext]
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = ${eku}
-authorityKeyIdentifier = keyid
-${san:+subjectAltName = ${san}}
-EOF
-  openssl req -new -key "${key}" -config "${cfg}" 2>/dev/null |
-    openssl x509 -req -CA "${CERTS}/${ca}.crt" -CAkey "${CERTS}/${ca}.key" \
-      -set_serial "0x$(openssl rand -hex 16)" -days "${CERT_DAYS}" -sha256 \
-      -extfile "${cfg}" -extensions ext -out "${crt}" 2>/dev/null
-  rm -f "${cfg}"
-  openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null || die "${name}.crt does not verify against ${ca}.crt"
+  local name="$1" ca="$2" cn="$3" usage="$4"; shift 4
+  local_plane ${RENEW:+-renew} cert leaf "${CERTS}" "${name}" "${ca}" "${cn}" - "${usage}" "${CERT_DAYS}" "$@"
 }
 
 # secret NAME TYPE KEY=FILE...: a Secret manifest in the namespace.
@@ -164,15 +120,15 @@ EOF
 
 svc="${SERVICE}.${NAMESPACE}.svc"
 make_ca ca "sandbox-apiserver-ca"
-make_cert serving ca "${svc}" serverAuth "${svc}" "${svc}.${CLUSTER_DOMAIN}"
+make_cert serving ca "${svc}" server "${svc}" "${svc}.${CLUSTER_DOMAIN}"
 
 peer="${ETCD_PEER_SERVICE}.${NAMESPACE}.svc"
 client="${ETCD_SERVICE}.${NAMESPACE}.svc"
 make_ca etcd-ca "sandbox-etcd-ca"
 # Every member serves clients and peers and dials its peers with this one.
-make_cert etcd-peer etcd-ca sandbox-etcd serverAuth,clientAuth \
+make_cert etcd-peer etcd-ca sandbox-etcd peer \
   "*.${peer}" "*.${peer}.${CLUSTER_DOMAIN}" "${client}" "${client}.${CLUSTER_DOMAIN}" localhost 127.0.0.1
-make_cert etcd-client etcd-ca sandbox-apiserver clientAuth
+make_cert etcd-client etcd-ca sandbox-apiserver client
 
 # ---------------------------------------------------------------------------
 # Manifests

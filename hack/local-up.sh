@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Local control plane: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok (fake Nodes that run Pods), a real node (containerd and
-# kubelet: see hack/lib/node.sh and docs/local-plane.md) when run as root on
-# Linux, sandbox-etcd (the etcd of sandbox-apiserver alone) and
-# sandbox-apiserver behind the aggregator, all as background processes on
-# 127.0.0.1 (kubelet on its bridge's address). They start in this order and
-# stop in the reverse one; stop also undoes what the real node did to the host.
+# local-path-provisioner (the volumes), kube-scheduler, kwok (fake Nodes that run
+# Pods), a real node (containerd and kubelet: see hack/lib/node.sh and
+# docs/local-plane.md) when run as root on Linux, sandbox-etcd (the etcd of
+# sandbox-apiserver alone) and sandbox-apiserver behind the aggregator, all as
+# background processes on 127.0.0.1 (kubelet on its bridge's address). They
+# start in this order and stop in the reverse one; stop also undoes what the
+# real node did to the host and removes the plane's volumes.
+#
+# What each component runs (binary, flags, ports, readiness check, log) is one
+# table in Go, hack/localplane/plane/components.go, which also starts and stops
+# them (the local-plane command, built on first use); this script writes what
+# they read (certificates, kubeconfigs, the node's configuration), starts them
+# in order and makes the cluster's objects.
 #
 # Usage: hack/local-up.sh start|stop|status|restart
 #        hack/local-up.sh start-sandbox-apiserver|stop-sandbox-apiserver|restart-sandbox-apiserver
@@ -24,8 +31,10 @@
 # others running; start brings back whatever they left down.
 #
 # Everything lives under _output/local/: logs/, pids/, data/ (etcd/,
-# sandbox-etcd/), certs/, kubeconfigs/ and the admin kubeconfig. Binaries come
-# from _output/tools/bin (hack/build-tools.sh) and _output/bin/sandbox-apiserver
+# sandbox-etcd/), certs/, kubeconfigs/, volumes/ (the PersistentVolumes, owner
+# only; stop removes it), the real node's node/ and host-changes.json (its
+# journal of host changes), and the admin kubeconfig. Binaries come from
+# _output/tools/bin (hack/build-tools.sh) and _output/bin/sandbox-apiserver
 # (make build).
 #
 # Environment (defaults in brackets):
@@ -66,37 +75,26 @@ LOGS="${OUT}/logs"
 PIDS="${OUT}/pids"
 DATA="${OUT}/data"
 CERTS="${OUT}/certs"
-KUBECONFIGS="${OUT}/kubeconfigs"
 MANIFESTS="${OUT}/manifests"
+VOLUMES="${OUT}/volumes"
 ADMIN_KUBECONFIG="${OUT}/kubeconfig"
 TOOLS_BIN="${ROOT}/_output/tools/bin"
 KWOK_STAGES="${ROOT}/_output/tools/kwok-stages"
 
-ETCD_PORT="${ETCD_PORT:-2379}"
-ETCD_PEER_PORT="${ETCD_PEER_PORT:-2380}"
-KUBE_APISERVER_PORT="${KUBE_APISERVER_PORT:-6443}"
-KUBE_CONTROLLER_MANAGER_PORT="${KUBE_CONTROLLER_MANAGER_PORT:-10257}"
-KUBE_SCHEDULER_PORT="${KUBE_SCHEDULER_PORT:-10259}"
-KWOK_PORT="${KWOK_PORT:-10247}"
-SANDBOX_ETCD_PORT="${SANDBOX_ETCD_PORT:-2381}"
-SANDBOX_ETCD_PEER_PORT="${SANDBOX_ETCD_PEER_PORT:-2382}"
-SANDBOX_APISERVER_PORT="${SANDBOX_APISERVER_PORT:-8443}"
-SANDBOX_APISERVER_BIN="${SANDBOX_APISERVER_BIN:-${ROOT}/_output/bin/sandbox-apiserver}"
-SANDBOX_APISERVER_ARGS="${SANDBOX_APISERVER_ARGS:-}"
+# The knobs hack/localplane reads (ports, SANDBOX_APISERVER_BIN, NODE_*, START_TIMEOUT, ...), with
+# their defaults, from hack/localplane/plane/config.go; the others are this script's.
+local_plane_build
+plane_config="$(local_plane shell)" || die "hack/localplane: the configuration is not valid (see above)"
+# shellcheck source=/dev/null
+source <(printf '%s\n' "${plane_config}")
 SKIP_SANDBOX_APISERVER="${SKIP_SANDBOX_APISERVER:-}"
 KWOK_NODES="${KWOK_NODES:-3}"
 SANDBOX_WORK_DIR="${SANDBOX_WORK_DIR:-${OUT}/sandbox-work}"
 PORT_FORWARD_PORTS="${PORT_FORWARD_PORTS:-18000-18099}"
-PROFILING="${PROFILING:-false}"
-START_TIMEOUT="${START_TIMEOUT:-90}"
 APISERVICE_TIMEOUT="${APISERVICE_TIMEOUT:-120}"
-STOP_TIMEOUT="${STOP_TIMEOUT:-20}"
 
 source "${ROOT}/hack/lib/node.sh"
 
-SERVICE_CIDR="10.0.0.0/24"
-SERVICE_IP="10.0.0.1"
-SANDBOX_USER="system:sandbox-apiserver"
 APISERVICES=(
   v1beta1.agents.x-k8s.io
   v1alpha1.agents.x-k8s.io
@@ -114,8 +112,10 @@ OPENAPI_KINDS=(
 )
 OPENAPI_VERSIONS=(v1beta1 v1alpha1)
 
-# Start order; stop runs it backwards.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet sandbox-etcd sandbox-apiserver)
+# The components in start order (stop runs it backwards), from their table in
+# hack/localplane/plane/components.go: what each runs, its flags, ports, readiness check and log.
+mapfile -t COMPONENTS < <(local_plane component names)
+((${#COMPONENTS[@]})) || die "hack/localplane lists no components"
 NODE_COMPONENTS=" containerd kubelet "
 
 kubectl_admin() {
@@ -123,131 +123,32 @@ kubectl_admin() {
 }
 
 # ---------------------------------------------------------------------------
-# Binaries and ports
-
-component_bin() {
-  case "$1" in
-    sandbox-apiserver) echo "${SANDBOX_APISERVER_BIN}" ;;
-    sandbox-etcd) echo "${TOOLS_BIN}/etcd" ;;
-    *) echo "${TOOLS_BIN}/$1" ;;
-  esac
-}
-
-component_ports() {
-  case "$1" in
-    etcd) echo "${ETCD_PORT} ${ETCD_PEER_PORT}" ;;
-    kube-apiserver) echo "${KUBE_APISERVER_PORT}" ;;
-    kube-controller-manager) echo "${KUBE_CONTROLLER_MANAGER_PORT}" ;;
-    kube-scheduler) echo "${KUBE_SCHEDULER_PORT}" ;;
-    kwok) echo "${KWOK_PORT}" ;;
-    kubelet) echo "${KUBELET_PORT} ${KUBELET_HEALTHZ_PORT}" ;;
-    sandbox-etcd) echo "${SANDBOX_ETCD_PORT} ${SANDBOX_ETCD_PEER_PORT}" ;;
-    sandbox-apiserver) echo "${SANDBOX_APISERVER_PORT}" ;;
-  esac
-}
+# Components: hack/localplane runs them (local-plane component ...); this script writes what
+# they read, starts them in order and makes the cluster's objects.
 
 check_tools() {
   local t missing=()
-  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl; do
+  for t in etcd kube-apiserver kube-controller-manager local-path-provisioner kube-scheduler kwok kubectl; do
     [[ -x "${TOOLS_BIN}/${t}" ]] || missing+=("${t}")
   done
   if ((${#missing[@]})); then
     die "missing tools in _output/tools/bin: ${missing[*]} (run: make tools)"
   fi
   [[ -f "${KWOK_STAGES}/node-initialize.yaml" ]] || die "kwok stage files missing in _output/tools/kwok-stages (run: make tools)"
-  command -v openssl >/dev/null || die "openssl not found (apt-get install openssl)"
-  command -v curl >/dev/null || die "curl not found (apt-get install curl)"
 }
 
-check_ports_free() {
-  local name="$1" port
-  for port in $(component_ports "${name}"); do
-    if port_in_use "${port}"; then
-      log "ERROR: ${name}: port ${port} is already in use (set the matching *_PORT variable to move it):"
-      port_owner "${port}" | sed 's/^/    /' >&2
-      exit 1
-    fi
-  done
-}
+# is_running NAME: its PID file names a live process of its binary.
+is_running() { local_plane component status "$1" >/dev/null 2>&1; }
 
-# ---------------------------------------------------------------------------
-# Processes
-
+# pid_of NAME: the process ID in its PID file.
 pid_of() {
   local f="${PIDS}/$1.pid"
   [[ -s "${f}" ]] && cat "${f}"
 }
 
-# pid_alive PID: the process exists and is not a zombie.
-pid_alive() {
-  local pid="$1" state
-  [[ -n "${pid}" ]] && kill -0 "${pid}" 2>/dev/null || return 1
-  state="$(awk '{ print $3 }' "/proc/${pid}/stat" 2>/dev/null || true)"
-  [[ "${state}" != "Z" ]]
-}
+stop_component() { local_plane component stop "$1"; }
 
-# is_running NAME: its PID file names a live process running its binary (so a
-# recycled PID is not mistaken for it).
-is_running() {
-  local name="$1" pid exe
-  pid="$(pid_of "${name}")" || return 1
-  pid_alive "${pid}" || return 1
-  exe="$(readlink "/proc/${pid}/exe" 2>/dev/null || true)"
-  exe="${exe% (deleted)}"
-  [[ -z "${exe}" || "$(basename "${exe}")" == "$(basename "$(component_bin "${name}")")" ]]
-}
-
-# launch NAME ARGS...: runs the component's binary in its own session, output
-# appended to its log, PID recorded by the child itself before it execs.
-launch() {
-  local name="$1"; shift
-  local bin pidfile="${PIDS}/${name}.pid" logfile="${LOGS}/${name}.log"
-  bin="$(component_bin "${name}")"
-  rm -f "${pidfile}"
-  printf '\n==== %s starting %s %s\n' "$(date -u +%FT%TZ)" "${name}" "$*" >>"${logfile}"
-  # shellcheck disable=SC2016 # expanded by the inner shell
-  setsid bash -c 'echo $$ >"$0"; exec "$@"' "${pidfile}" "${bin}" "$@" \
-    </dev/null >>"${logfile}" 2>&1 &
-  local i
-  for ((i = 0; i < 50; i++)); do
-    [[ -s "${pidfile}" ]] && return 0
-    sleep 0.1
-  done
-  fail "${name}" "did not start"
-}
-
-stop_component() {
-  local name="$1" pid i
-  pid="$(pid_of "${name}")" || { return 0; }
-  if ! pid_alive "${pid}"; then
-    log "${name}: not running (removing stale PID file)"
-    rm -f "${PIDS}/${name}.pid"
-    return 0
-  fi
-  if ! is_running "${name}"; then
-    log "${name}: PID ${pid} is not ${name} any more (removing stale PID file)"
-    rm -f "${PIDS}/${name}.pid"
-    return 0
-  fi
-  log "${name}: stopping (PID ${pid})"
-  kill -TERM "${pid}" 2>/dev/null || true
-  for ((i = 0; i < STOP_TIMEOUT * 5; i++)); do
-    pid_alive "${pid}" || break
-    sleep 0.2
-  done
-  if pid_alive "${pid}"; then
-    log "${name}: still running after ${STOP_TIMEOUT}s, sending SIGKILL"
-    kill -KILL "${pid}" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-      pid_alive "${pid}" || break
-      sleep 0.1
-    done
-  fi
-  pid_alive "${pid}" && log "WARNING: ${name}: PID ${pid} survived SIGKILL"
-  rm -f "${PIDS}/${name}.pid"
-}
-
-# fail NAME MESSAGE: reports a component that did not come up, with the end of
+# fail NAME MESSAGE: reports a component that did not do what start waits for, with the end of
 # its log, stops it and exits non-zero.
 fail() {
   local name="$1" msg="$2"
@@ -261,287 +162,35 @@ fail() {
   exit 1
 }
 
-# wait_ready NAME PROBE...: polls PROBE until it succeeds, the process dies or
-# START_TIMEOUT passes.
-wait_ready() {
-  local name="$1"; shift
-  local deadline=$((SECONDS + START_TIMEOUT))
-  while true; do
-    is_running "${name}" || fail "${name}" "exited during start-up"
-    if "$@" >/dev/null 2>&1; then
-      log "${name}: ready"
-      return 0
-    fi
-    ((SECONDS < deadline)) || fail "${name}" "not ready after ${START_TIMEOUT}s"
-    sleep 0.5
-  done
-}
-
-# start_component NAME: unless already running, checks its ports, launches it
-# and waits until it is ready.
+# start_component NAME: unless it runs, writes what it reads (prepare_NAME, where there is one),
+# starts it and waits until it is ready (local-plane checks its ports first), then does what
+# follows its start (after_NAME).
 start_component() {
-  local name="$1"
+  local name="$1" fn="${1//-/_}"
   if is_running "${name}"; then
     log "${name}: already running (PID $(pid_of "${name}"))"
     return 0
   fi
-  check_ports_free "${name}"
-  log "${name}: starting"
-  "start_${name//-/_}"
+  if declare -F "prepare_${fn}" >/dev/null; then "prepare_${fn}"; fi
+  local_plane component start "${name}" || exit 1
+  if declare -F "after_${fn}" >/dev/null; then "after_${fn}"; fi
 }
 
 # ---------------------------------------------------------------------------
-# Certificates (openssl), made once and kept
+# Certificates and kubeconfigs: their table is hack/localplane/plane/credentials.go.
 
 b64() { base64 -w0 <"$1"; }
 
-new_key() {
-  [[ -s "$1" ]] && return 0
-  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null
-  chmod 600 "$1"
-}
-
-# make_ca NAME CN
-make_ca() {
-  local name="$1" cn="$2"
-  [[ -s "${CERTS}/${name}.crt" && -s "${CERTS}/${name}.key" ]] && return 0
-  log "certs: ${name} (CA ${cn})"
-  rm -f "${CERTS}/${name}.crt"
-  write_ca "${CERTS}/${name}.key" "${CERTS}/${name}.crt" "${cn}" 3650
-}
-
-# make_cert NAME CA CN ORG(-) server|client [SAN...]: a leaf signed by CA;
-# remade when missing or when it no longer verifies against CA.
-make_cert() {
-  local name="$1" ca="$2" cn="$3" org="$4" usage="$5"; shift 5
-  local crt="${CERTS}/${name}.crt" key="${CERTS}/${name}.key" cfg san="" eku
-  if [[ -s "${crt}" && -s "${key}" ]] &&
-    openssl verify -CAfile "${CERTS}/${ca}.crt" "${crt}" >/dev/null 2>&1; then
-    return 0
-  fi
-  log "certs: ${name} (${cn})"
-  new_key "${key}"
-  case "${usage}" in
-    server) eku="serverAuth" ;;
-    client) eku="clientAuth" ;;
-    peer) eku="serverAuth,clientAuth" ;;
-  esac
-  local s
-  for s in "$@"; do
-    if [[ "${s}" =~ ^[0-9.]+$ ]]; then san+="${san:+,}IP:${s}"; else san+="${san:+,}DNS:${s}"; fi
-  done
-  cfg="$(mktemp)"
-  {
-    echo "[req]"
-    echo "distinguished_name = dn"
-    echo "prompt = no"
-    echo "[dn]"
-    [[ "${org}" != "-" ]] && echo "O = ${org}"
-    echo "CN = ${cn}"
-    echo "[ext]"
-    echo "basicConstraints = critical,CA:FALSE"
-    echo "keyUsage = critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage = ${eku}"
-    echo "authorityKeyIdentifier = keyid"
-    [[ -n "${san}" ]] && echo "subjectAltName = ${san}"
-  } >"${cfg}"
-  openssl req -new -key "${key}" -config "${cfg}" 2>/dev/null |
-    openssl x509 -req -CA "${CERTS}/${ca}.crt" -CAkey "${CERTS}/${ca}.key" \
-      -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 \
-      -extfile "${cfg}" -extensions ext -out "${crt}" 2>/dev/null
-  rm -f "${cfg}"
-}
-
-make_certs() {
-  mkdir -p "${CERTS}"
-  make_ca ca "sandbox-local-ca"
-  make_ca front-proxy-ca "sandbox-local-front-proxy-ca"
-  make_cert kube-apiserver ca kube-apiserver - server \
-    127.0.0.1 localhost "${SERVICE_IP}" kubernetes kubernetes.default \
-    kubernetes.default.svc kubernetes.default.svc.cluster.local
-  make_cert front-proxy-client front-proxy-ca front-proxy-client - client
-  make_cert admin ca admin system:masters client
-  make_cert kube-controller-manager ca system:kube-controller-manager - client
-  make_cert kube-scheduler ca system:kube-scheduler - client
-  make_cert kwok ca kwok system:masters client
-  # kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS;
-  # kube-apiserver verifies it with the cluster CA and shows its own client cert.
-  make_cert kwok-serving ca kwok-serving - server 127.0.0.1 localhost
-  make_cert kube-apiserver-kubelet-client ca kube-apiserver-kubelet-client - client
-  make_cert sandbox-apiserver-client ca "${SANDBOX_USER}" - client
-  # The aggregator checks the name <service>.<namespace>.svc; kubectl and the
-  # probes here use localhost / 127.0.0.1.
-  make_cert sandbox-apiserver ca sandbox-apiserver - server \
-    localhost 127.0.0.1 sandbox-apiserver.sandbox-system.svc \
-    sandbox-apiserver.sandbox-system.svc.cluster.local
-  # sandbox-etcd trusts only certificates of its own CA: sandbox-apiserver's
-  # client certificate is the one credential that reads or writes sandbox
-  # objects there (the cluster's CA signs users, so it must not be trusted).
-  make_ca sandbox-etcd-ca "sandbox-local-etcd-ca"
-  make_cert sandbox-etcd sandbox-etcd-ca sandbox-etcd - peer 127.0.0.1 localhost
-  make_cert sandbox-etcd-client sandbox-etcd-ca sandbox-apiserver - client
-  if [[ ! -s "${CERTS}/service-account.key" ]]; then
-    log "certs: service-account key pair"
-    new_key "${CERTS}/service-account.key"
-    rm -f "${CERTS}/service-account.pub"
-  fi
-  [[ -s "${CERTS}/service-account.pub" ]] ||
-    openssl pkey -in "${CERTS}/service-account.key" -pubout -out "${CERTS}/service-account.pub" 2>/dev/null
-}
-
-# write_kubeconfig FILE USER CERT: a self-contained kubeconfig (data embedded).
-write_kubeconfig() {
-  local file="$1" user="$2" cert="$3"
-  cat >"${file}.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: sandbox-local
-  cluster:
-    server: https://127.0.0.1:${KUBE_APISERVER_PORT}
-    certificate-authority-data: $(b64 "${CERTS}/ca.crt")
-users:
-- name: ${user}
-  user:
-    client-certificate-data: $(b64 "${CERTS}/${cert}.crt")
-    client-key-data: $(b64 "${CERTS}/${cert}.key")
-contexts:
-- name: sandbox-local
-  context:
-    cluster: sandbox-local
-    user: ${user}
-    namespace: default
-current-context: sandbox-local
-EOF
-  chmod 600 "${file}.tmp"
-  mv -f "${file}.tmp" "${file}"
-}
-
-make_kubeconfigs() {
-  mkdir -p "${KUBECONFIGS}"
-  write_kubeconfig "${ADMIN_KUBECONFIG}" admin admin
-  write_kubeconfig "${KUBECONFIGS}/kube-controller-manager.kubeconfig" system:kube-controller-manager kube-controller-manager
-  write_kubeconfig "${KUBECONFIGS}/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
-  write_kubeconfig "${KUBECONFIGS}/kwok.kubeconfig" kwok kwok
-  write_kubeconfig "${KUBECONFIGS}/sandbox-apiserver.kubeconfig" "${SANDBOX_USER}" sandbox-apiserver-client
-}
-
 # ---------------------------------------------------------------------------
-# Components
+# What the components read
 
-probe_etcd() {
-  curl -fsS --max-time 2 "http://127.0.0.1:${ETCD_PORT}/health" | grep -q '"health":"true"'
-}
 
-start_etcd() {
-  mkdir -p "${DATA}/etcd"
-  chmod 700 "${DATA}/etcd"
-  launch etcd \
-    --name=local \
-    --data-dir="${DATA}/etcd" \
-    --listen-client-urls="http://127.0.0.1:${ETCD_PORT}" \
-    --advertise-client-urls="http://127.0.0.1:${ETCD_PORT}" \
-    --listen-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
-    --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
-    --initial-cluster="local=http://127.0.0.1:${ETCD_PEER_PORT}" \
-    --initial-cluster-state=new \
-    --log-level=warn
-  wait_ready etcd probe_etcd
-}
-
-# The Endpoints of the "kubernetes" Service may not hold a loopback address, so
-# with --advertise-address=127.0.0.1 the endpoint reconciler is turned off
-# (nothing runs in a Pod here that would dial the Service).
-probe_kube_apiserver() {
-  curl -fsS --max-time 3 --cacert "${CERTS}/ca.crt" \
-    --cert "${CERTS}/admin.crt" --key "${CERTS}/admin.key" \
-    "https://127.0.0.1:${KUBE_APISERVER_PORT}/readyz" | grep -qx ok
-}
-
-# PodNodeSelector and PodTolerationRestriction let a namespace's annotations place all its pods:
-# the end-to-end tests of the API and the controllers put theirs on the kwok nodes that way.
-start_kube_apiserver() {
-  mkdir -p "${DATA}/kube-apiserver"
-  launch kube-apiserver \
-    --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 \
-    --secure-port="${KUBE_APISERVER_PORT}" \
-    --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
-    --cert-dir="${DATA}/kube-apiserver" \
-    --tls-cert-file="${CERTS}/kube-apiserver.crt" \
-    --tls-private-key-file="${CERTS}/kube-apiserver.key" \
-    --client-ca-file="${CERTS}/ca.crt" \
-    --authorization-mode=Node,RBAC \
-    --enable-admission-plugins=PodNodeSelector,PodTolerationRestriction \
-    --allow-privileged=true \
-    --service-cluster-ip-range="${SERVICE_CIDR}" \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="${CERTS}/service-account.pub" \
-    --service-account-signing-key-file="${CERTS}/service-account.key" \
-    --requestheader-client-ca-file="${CERTS}/front-proxy-ca.crt" \
-    --requestheader-allowed-names=front-proxy-client \
-    --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --requestheader-group-headers=X-Remote-Group \
-    --requestheader-username-headers=X-Remote-User \
-    --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" \
-    --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
-    --kubelet-certificate-authority="${CERTS}/ca.crt" \
-    --kubelet-client-certificate="${CERTS}/kube-apiserver-kubelet-client.crt" \
-    --kubelet-client-key="${CERTS}/kube-apiserver-kubelet-client.key" \
-    --kubelet-preferred-address-types=InternalIP \
-    --enable-aggregator-routing=false \
-    --endpoint-reconciler-type=none \
-    --profiling="${PROFILING}" \
-    --v=1
-  wait_ready kube-apiserver probe_kube_apiserver
-}
-
-probe_healthz_https() {
-  curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok
-}
-
-# The host-path provisioner backs the default StorageClass (artifacts/local/
-# storageclass.yaml). Quotas are recounted every 15s instead of 5m, so that
-# the usage of a new ResourceQuota of our kinds shows soon after it is made.
-start_kube_controller_manager() {
-  local kc="${KUBECONFIGS}/kube-controller-manager.kubeconfig"
-  launch kube-controller-manager \
-    --kubeconfig="${kc}" \
-    --authentication-kubeconfig="${kc}" \
-    --authorization-kubeconfig="${kc}" \
-    --bind-address=127.0.0.1 \
-    --secure-port="${KUBE_CONTROLLER_MANAGER_PORT}" \
-    --controllers='*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle' \
-    --enable-hostpath-provisioner=true \
-    --resource-quota-sync-period=15s \
-    --root-ca-file="${CERTS}/ca.crt" \
-    --service-account-private-key-file="${CERTS}/service-account.key" \
-    --use-service-account-credentials=true \
-    --cluster-signing-cert-file="${CERTS}/ca.crt" \
-    --cluster-signing-key-file="${CERTS}/ca.key" \
-    --service-cluster-ip-range="${SERVICE_CIDR}" \
-    --leader-elect=false \
-    --profiling=false \
-    --v=1
-  wait_ready kube-controller-manager probe_healthz_https "${KUBE_CONTROLLER_MANAGER_PORT}"
-}
-
-start_kube_scheduler() {
-  local kc="${KUBECONFIGS}/kube-scheduler.kubeconfig"
-  launch kube-scheduler \
-    --kubeconfig="${kc}" \
-    --authentication-kubeconfig="${kc}" \
-    --authorization-kubeconfig="${kc}" \
-    --bind-address=127.0.0.1 \
-    --secure-port="${KUBE_SCHEDULER_PORT}" \
-    --leader-elect=false \
-    --profiling=false \
-    --v=1
-  wait_ready kube-scheduler probe_healthz_https "${KUBE_SCHEDULER_PORT}"
-}
-
-probe_kwok() {
-  curl -fsS --max-time 2 --cacert "${CERTS}/ca.crt" "https://127.0.0.1:${KWOK_PORT}/healthz" >/dev/null
+# remove_volumes removes the data of this plane's volumes (make down; the PersistentVolumes stay in
+# etcd and come back empty on the next start).
+remove_volumes() {
+  [[ -d "${VOLUMES}" && ! -L "${VOLUMES}" ]] || return 0
+  rm -rf --one-file-system "${VOLUMES}"
+  log "volumes: removed ${VOLUMES#"${ROOT}/"} (the data of this plane's PersistentVolumes)"
 }
 
 # write_kwok_streams FILE: kwok's ClusterExec, ClusterLogs, ClusterAttach and
@@ -597,97 +246,7 @@ EOF
   } >"${file}"
 }
 
-start_kwok() {
-  local stage args=()
-  for stage in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
-    args+=("--config=${KWOK_STAGES}/${stage}.yaml")
-  done
-  write_kwok_streams "${OUT}/kwok/streams.yaml"
-  # --node-ip keeps every address kwok reports for its Nodes on loopback, so
-  # nothing (kubectl logs/exec through the kube-apiserver) ever dials out.
-  # The Nodes advertise KWOK_PORT as their kubelet port (--node-port): kwok
-  # serves its health checks, metrics and the kubelet API there, over TLS.
-  launch kwok \
-    "${args[@]}" \
-    --config="${OUT}/kwok/streams.yaml" \
-    --kubeconfig="${KUBECONFIGS}/kwok.kubeconfig" \
-    --manage-all-nodes=false \
-    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --node-ip=127.0.0.1 \
-    --node-port="${KWOK_PORT}" \
-    --tls-cert-file="${CERTS}/kwok-serving.crt" \
-    --tls-private-key-file="${CERTS}/kwok-serving.key" \
-    --cidr=10.244.0.0/16 \
-    --server-address="127.0.0.1:${KWOK_PORT}"
-  wait_ready kwok probe_kwok
-}
-
-probe_sandbox_etcd() {
-  curl -fsS --max-time 2 --cacert "${CERTS}/sandbox-etcd-ca.crt" \
-    --cert "${CERTS}/sandbox-etcd-client.crt" --key "${CERTS}/sandbox-etcd-client.key" \
-    "https://127.0.0.1:${SANDBOX_ETCD_PORT}/health" | grep -q '"health":"true"'
-}
-
-# sandbox-etcd holds the sandbox objects only, so it can be stopped and started
-# on its own. Its data directory is the one the embedded etcd of earlier
-# versions used; etcd keeps a single-member cluster's data across such a move.
-# History is compacted like the embedded etcd did (periodic, 5m). Clients and
-# peers speak TLS and must show a certificate of sandbox-etcd-ca (see
-# make_certs): no other local process can read or write sandbox objects.
-start_sandbox_etcd() {
-  mkdir -p "${DATA}/sandbox-etcd"
-  chmod 700 "${DATA}/sandbox-etcd"
-  launch sandbox-etcd \
-    --name=sandbox-etcd \
-    --data-dir="${DATA}/sandbox-etcd" \
-    --listen-client-urls="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
-    --advertise-client-urls="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
-    --listen-peer-urls="https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
-    --initial-advertise-peer-urls="https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
-    --initial-cluster="sandbox-etcd=https://127.0.0.1:${SANDBOX_ETCD_PEER_PORT}" \
-    --initial-cluster-state=new \
-    --cert-file="${CERTS}/sandbox-etcd.crt" \
-    --key-file="${CERTS}/sandbox-etcd.key" \
-    --trusted-ca-file="${CERTS}/sandbox-etcd-ca.crt" \
-    --client-cert-auth=true \
-    --peer-cert-file="${CERTS}/sandbox-etcd.crt" \
-    --peer-key-file="${CERTS}/sandbox-etcd.key" \
-    --peer-trusted-ca-file="${CERTS}/sandbox-etcd-ca.crt" \
-    --peer-client-cert-auth=true \
-    --auto-compaction-mode=periodic \
-    --auto-compaction-retention=5m \
-    --log-level=warn
-  wait_ready sandbox-etcd probe_sandbox_etcd
-}
-
-probe_sandbox_apiserver() {
-  curl -fsS --max-time 3 --cacert "${CERTS}/ca.crt" \
-    "https://127.0.0.1:${SANDBOX_APISERVER_PORT}/readyz" | grep -qx ok
-}
-
-# --proxy-allow-host-network-pods: kwok's pods report the node address, 127.0.0.1, as
-# a hostNetwork pod would, so sandboxes/proxy reaches them only with it (tests run
-# the sandbox's "process" on 127.0.0.1).
-start_sandbox_apiserver() {
-  local kc="${KUBECONFIGS}/sandbox-apiserver.kubeconfig" extra=()
-  # shellcheck disable=SC2206 # word splitting of the extra flags is intended
-  [[ -n "${SANDBOX_APISERVER_ARGS}" ]] && extra=(${SANDBOX_APISERVER_ARGS})
-  launch sandbox-apiserver \
-    --secure-port="${SANDBOX_APISERVER_PORT}" \
-    --bind-address=127.0.0.1 \
-    --tls-cert-file="${CERTS}/sandbox-apiserver.crt" \
-    --tls-private-key-file="${CERTS}/sandbox-apiserver.key" \
-    --kubeconfig="${kc}" \
-    --authentication-kubeconfig="${kc}" \
-    --authorization-kubeconfig="${kc}" \
-    --etcd-servers="https://127.0.0.1:${SANDBOX_ETCD_PORT}" \
-    --etcd-cafile="${CERTS}/sandbox-etcd-ca.crt" \
-    --etcd-certfile="${CERTS}/sandbox-etcd-client.crt" \
-    --etcd-keyfile="${CERTS}/sandbox-etcd-client.key" \
-    --proxy-allow-host-network-pods \
-    "${extra[@]}"
-  wait_ready sandbox-apiserver probe_sandbox_apiserver
-}
+prepare_kwok() { write_kwok_streams "${OUT}/kwok/streams.yaml"; }
 
 # ---------------------------------------------------------------------------
 # Cluster objects
@@ -700,6 +259,7 @@ apply_local_manifests() {
   ca="$(b64 "${CERTS}/ca.crt")"
   for f in "${ROOT}"/artifacts/local/*.yaml; do
     sed -e "s|@CA_BUNDLE@|${ca}|g" -e "s|@SANDBOX_APISERVER_PORT@|${SANDBOX_APISERVER_PORT}|g" \
+      -e "s|@VOLUMES_DIR@|${VOLUMES}|g" \
       "${f}" >"${MANIFESTS}/$(basename "${f}")"
   done
   log "applying artifacts/local"
@@ -709,6 +269,13 @@ apply_local_manifests() {
     [[ "${f}" == */namespace.yaml || "${f}" == */apiservices.yaml ]] || ordered+=("${f}")
   done
   ordered+=("${MANIFESTS}/apiservices.yaml")
+  # A StorageClass's provisioner cannot change: the class of a plane kept from before
+  # local-path-provisioner (kube-controller-manager's host-path provisioner) is made anew.
+  local provisioner
+  provisioner="$(kubectl_admin get storageclass standard -o jsonpath='{.provisioner}' 2>/dev/null || true)"
+  if [[ -n "${provisioner}" && "${provisioner}" != rancher.io/local-path ]]; then
+    kubectl_admin delete storageclass standard | sed 's/^/    /' >&2
+  fi
   for f in "${ordered[@]}"; do
     kubectl_admin apply -f "${f}" | sed 's/^/    /' >&2
   done
@@ -769,6 +336,11 @@ lift_not_ready_taint() {
 
 wait_apiservices() {
   log "waiting up to ${APISERVICE_TIMEOUT}s for the APIServices to be Available"
+  # kube-apiserver checks an APIService that failed its check again after a back-off that grows
+  # to some seconds while the server starts; a change to the object has it checked at once, now
+  # that the server answers.
+  kubectl_admin annotate apiservices "${APISERVICES[@]}" --overwrite \
+    "sandbox-apiserver.dev/server-started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >/dev/null
   local deadline=$((SECONDS + APISERVICE_TIMEOUT)) not_ready
   while true; do
     is_running sandbox-apiserver || fail sandbox-apiserver "exited while waiting for the APIServices"
@@ -826,7 +398,7 @@ wait_openapi() {
     fi
     if ((SECONDS >= deadline)); then
       log "ERROR: not in kube-apiserver's OpenAPI after ${APISERVICE_TIMEOUT}s:"
-      sed 's/^/    /' <<<"${missing}" >&2
+      echo "    ${missing//$'\n'/$'\n'    }" >&2
       fail sandbox-apiserver "OpenAPI not aggregated after ${APISERVICE_TIMEOUT}s"
     fi
     sleep 1
@@ -839,8 +411,9 @@ wait_openapi() {
 prepare() {
   check_tools
   mkdir -p "${LOGS}" "${PIDS}" "${DATA}"
-  make_certs
-  make_kubeconfigs
+  # The volumes' directory, the owner's alone; one that is not a directory of this user is refused.
+  local_plane volumes-dir
+  local_plane credentials
 }
 
 sandbox_binary_present() {
@@ -859,7 +432,7 @@ cmd_start() {
   for name in "${COMPONENTS[@]}"; do
     [[ "${name}" == sandbox-apiserver && -n "${SKIP_SANDBOX_APISERVER}" ]] && continue
     [[ "${NODE_COMPONENTS}" == *" ${name} "* && "${node}" == false ]] && continue
-    is_running "${name}" || check_ports_free "${name}"
+    is_running "${name}" || local_plane component check-ports "${name}" || exit 1
   done
   if [[ -z "${SKIP_SANDBOX_APISERVER}" ]] && ! sandbox_binary_present; then
     exit 1
@@ -869,6 +442,7 @@ cmd_start() {
   start_component kube-apiserver
   apply_local_manifests
   start_component kube-controller-manager
+  start_component local-path-provisioner
   start_component kube-scheduler
   start_component kwok
   make_nodes
@@ -894,12 +468,16 @@ cmd_stop() {
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop_component "${COMPONENTS[i]}"
     # Once containerd is down: the containers, their shims and what the node did to the host.
-    [[ "${COMPONENTS[i]}" == containerd ]] && node_touched && node_cleanup
+    # What cannot be undone now stays in the journal for the next stop; the rest still stops.
+    if [[ "${COMPONENTS[i]}" == containerd ]] && node_touched; then
+      node_cleanup || log "WARNING: node: the host is not fully restored; hack/local-up.sh stop tries again"
+    fi
   done
+  remove_volumes
   # A killed process may take a moment to release its sockets.
   local name port left=0 i
   for name in "${COMPONENTS[@]}"; do
-    for port in $(component_ports "${name}"); do
+    for port in $(local_plane component ports "${name}"); do
       for ((i = 0; i < 25; i++)); do
         port_in_use "${port}" || break
         sleep 0.2
@@ -916,21 +494,13 @@ cmd_stop() {
 }
 
 cmd_status() {
-  local name pid state rc=0
+  local name state rc=0
   for name in "${COMPONENTS[@]}"; do
     if [[ "${NODE_COMPONENTS}" == *" ${name} "* ]] && ! node_touched; then
       printf '%-24s %s\n' "${name}" "not run (no real node: LOCAL_NODE=${LOCAL_NODE})"
       continue
     fi
-    if is_running "${name}"; then
-      state="running (PID $(pid_of "${name}"))"
-    elif pid="$(pid_of "${name}")"; then
-      state="not running (exited; PID file left from ${pid}, see ${LOGS#"${ROOT}/"}/${name}.log)"
-      rc=1
-    else
-      state="stopped"
-      rc=1
-    fi
+    state="$(local_plane component status "${name}" 2>/dev/null)" || rc=1
     printf '%-24s %s\n' "${name}" "${state}"
   done
   is_running kubelet && node_status
@@ -977,24 +547,7 @@ cmd_start_sandbox_etcd() {
 
 # cmd_kill_sandbox_apiserver ends sandbox-apiserver with SIGKILL: no graceful
 # shutdown, no lease released, requests in flight cut off.
-cmd_kill_sandbox_apiserver() {
-  local pid i
-  if ! is_running sandbox-apiserver; then
-    log "sandbox-apiserver: not running"
-    rm -f "${PIDS}/sandbox-apiserver.pid"
-    return 0
-  fi
-  pid="$(pid_of sandbox-apiserver)"
-  log "sandbox-apiserver: sending SIGKILL (PID ${pid})"
-  kill -KILL "${pid}" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    pid_alive "${pid}" || break
-    sleep 0.1
-  done
-  pid_alive "${pid}" && die "sandbox-apiserver: PID ${pid} survived SIGKILL"
-  rm -f "${PIDS}/sandbox-apiserver.pid"
-  log "sandbox-apiserver: killed"
-}
+cmd_kill_sandbox_apiserver() { local_plane component kill sandbox-apiserver; }
 
 # cmd_restart_kube_apiserver stops and starts kube-apiserver alone (its etcd,
 # the controllers, kwok and sandbox-apiserver keep running) and waits for its

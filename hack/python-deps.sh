@@ -4,23 +4,16 @@
 
 # Installs what the Python SDK (clients/python) and its tests need from Debian's packages, for
 # Debian's own python3: PyPI is not reachable where the project is built and tested. Prints the
-# interpreter to use.
+# interpreter to use. Another python3 may come first on PATH (pyenv's): install the SDK into a
+# venv of this one with its site packages (clients/python/README.md).
 set -euo pipefail
 
-PYTHON=/usr/bin/python3
-PACKAGES=(python3-kubernetes python3-aiohttp python3-pytest python3-setuptools python3-pip)
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "${ROOT}/hack/lib/common.sh"
+source "${ROOT}/hack/lib/debian.sh"
 
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-	sudo=()
-	((EUID == 0)) || sudo=(sudo)
-	export DEBIAN_FRONTEND=noninteractive
-	# Package lists of a fresh machine are stale: refresh them once when the install fails.
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-		{ "${sudo[@]}" apt-get update -q >&2 && "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; }
-fi
-"$PYTHON" -c 'import kubernetes, aiohttp, pytest, setuptools' >&2
-echo "$PYTHON"
+PYTHON=/usr/bin/python3
+export DEBIAN_FRONTEND=noninteractive
+ensure_debs python3-kubernetes python3-aiohttp python3-pytest python3-setuptools python3-pip python3-venv
+"${PYTHON}" -c 'import kubernetes, aiohttp, pytest, setuptools' >&2
+echo "${PYTHON}"

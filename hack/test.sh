@@ -23,6 +23,7 @@ LAYERS=(
 wanted=("$@")
 rows=()
 status=0
+# shellcheck disable=SC2317 # run by the EXIT trap
 summary() {
   printf '\nmake test: time per layer\n' >&2
   printf '  %-12s %7s  %s\n' layer seconds result >&2

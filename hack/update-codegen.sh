@@ -31,9 +31,11 @@ kube::codegen::gen_helpers --boilerplate "${BOILERPLATE}" "${ROOT}/pkg/apis/exte
 # listed with a leading "-": read for its types, never regenerated.
 # shellcheck source=hack/lib/common.sh
 source "${ROOT}/hack/lib/common.sh"
+# shellcheck source=hack/lib/debian.sh
+source "${ROOT}/hack/lib/debian.sh"
 # shellcheck source=hack/lib/protoc.sh
 source "${ROOT}/hack/lib/protoc.sh"
-ensure_protoc "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"
+ensure_protoc "$(tools_cache)"
 go install golang.org/x/tools/cmd/goimports \
   k8s.io/code-generator/cmd/go-to-protobuf \
   k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo

@@ -2,6 +2,7 @@
 # What the chart scripts share. Source it after common.sh.
 
 CHART_DIR="${ROOT}/artifacts/charts/sandbox-apiserver"
+# shellcheck disable=SC2034 # for the scripts that source this file
 DEPLOY_DIR="${ROOT}/artifacts/deploy"
 DEPLOY_NAMESPACE="sandbox-system"
 DEPLOY_VALUES="${ROOT}/hack/deploy-values.yaml"

@@ -8,6 +8,7 @@ trap 'report_failure $? "${BASH_SOURCE[0]:-?}" "${LINENO}" "${BASH_COMMAND}"' ER
 report_failure() {
   # A function's own `return N` is a status it chose to give, not a failure to report.
   [[ "$4" != return* ]] || return 0
+  # shellcheck disable=SC2016 # the backquotes are text
   printf '[%s] ERROR: %s:%s: `%s` exited %s\n' "$(date +%H:%M:%S)" "$2" "$3" "$4" "$1" >&2
 }
 
@@ -38,25 +39,28 @@ port_owner() {
   fi
 }
 
-# write_ca KEY CRT CN DAYS: a new self-signed CA certificate CRT for CN, valid for DAYS, with a
-# fresh RSA key in KEY. Both the local control plane and the deploy certificates use it.
-write_ca() {
-  local key="$1" crt="$2" cn="$3" days="$4" cfg
-  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "${key}" 2>/dev/null
-  chmod 600 "${key}"
-  cfg="$(mktemp)"
-  cat >"${cfg}" <<CONF
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = ${cn}
-[ext]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign,digitalSignature
-subjectKeyIdentifier = hash
-CONF
-  openssl req -x509 -new -key "${key}" -sha256 -days "${days}" \
-    -config "${cfg}" -extensions ext -out "${crt}"
-  rm -f "${cfg}"
+# tools_cache: the root of the cache where the hack/ scripts keep what they build or fetch, each
+# under a key of its inputs (SANDBOX_TOOLS_CACHE overrides it).
+tools_cache() { echo "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"; }
+
+# digest_key: the cache key of what stdin holds (pins, sources, the toolchain).
+digest_key() { sha256sum | cut -c1-16; }
+
+# local_plane_build builds the Go side of the hack/ scripts (hack/localplane: the plane's
+# components, certificates and host change journal) into _output/bin/local-plane; go build
+# answers from its cache when nothing changed. Scripts call it once, at their top level: a call in
+# $(...) would not remember it.
+LOCAL_PLANE_BUILT=""
+local_plane_build() {
+  # umask 022: a caller's stricter umask (deploy-certs.sh's) would make _output/ unreadable to the
+  # real node's containers in a user namespace (runc reaches their root filesystems below it).
+  (cd "${ROOT}" && umask 022 && CGO_ENABLED=0 go build -trimpath -o "${ROOT}/_output/bin/local-plane" ./hack/localplane) ||
+    die "cannot build hack/localplane"
+  LOCAL_PLANE_BUILT=1
+}
+
+# local_plane ARGS...: runs local-plane for this checkout.
+local_plane() {
+  [[ -n "${LOCAL_PLANE_BUILT}" ]] || local_plane_build
+  "${ROOT}/_output/bin/local-plane" -root "${ROOT}" "$@"
 }

@@ -9,14 +9,31 @@ deb_installed() {
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
 }
 
-# apt_get ARGS...: apt-get, waiting for another apt-get's lock instead of failing at once; a
-# machine with stale or missing package lists (a new one) runs apt-get update once and retries.
+# The one retry policy of the hack/ scripts for apt: package lists of a new machine are missing or
+# stale (a revision they name is gone from the mirror), so an apt command that fails is run again
+# once after apt-get update, which runs at most once per script (and only as root).
+APT_LISTS_UPDATED=""
+
+# apt_update_once: refreshes the package lists unless this script did already; false when it may
+# not (not root) or did already.
+apt_update_once() {
+  [[ -z "${APT_LISTS_UPDATED}" && "$(id -u)" == 0 ]] || return 1
+  APT_LISTS_UPDATED=1
+  log "apt: refreshing the package lists (apt-get update), once"
+  apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || log "apt: apt-get update failed; trying the lists as they are"
+}
+
+# apt_retry CMD...: runs CMD (an apt command); when it fails, refreshes the lists once and runs it
+# again.
+apt_retry() {
+  "$@" && return 0
+  apt_update_once || return 1
+  "$@"
+}
+
+# apt_get ARGS...: apt-get, waiting for another apt-get's lock instead of failing at once.
 apt_get() {
-  local args=(-q -y -o DPkg::Lock::Timeout=600 "$@")
-  apt-get "${args[@]}" >/dev/null 2>&1 && return 0
-  log "apt-get $*: failed; running apt-get update once and retrying"
-  apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
-  apt-get "${args[@]}" >/dev/null
+  apt_retry apt-get -q -y -o DPkg::Lock::Timeout=600 "$@" >/dev/null
 }
 
 # ensure_debs PKG...: installs the packages not installed yet (root only).

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# protoc for go-to-protobuf. Source it after common.sh; it defines functions only.
+# protoc for go-to-protobuf. Source it after common.sh and debian.sh; it defines functions only.
 #
 # The descriptor bytes protoc writes into generated.pb.go depend on its upstream version, so every
 # machine must run the same one: 3.21.12 (Debian bookworm's). A protoc on PATH at that version is
@@ -38,9 +38,7 @@ newest_revision_of() {
 protoc_debian_revision() {
   local pkg="$1" revisions
   revisions="$(apt-cache madison "${pkg}" 2>/dev/null | madison_revisions || true)"
-  if [[ -z "${revisions}" && "$(id -u)" == 0 ]]; then
-    log "protoc: no package lists for ${pkg}; running apt-get update once"
-    apt-get update >/dev/null 2>&1 || log "protoc: apt-get update failed; trying the lists as they are"
+  if [[ -z "${revisions}" ]] && apt_update_once; then
     revisions="$(apt-cache madison "${pkg}" 2>/dev/null | madison_revisions || true)"
   fi
   newest_revision_of "${PROTOC_VERSION}" <<<"${revisions}"
@@ -82,10 +80,8 @@ ensure_protoc() {
     # apt-get downloads as its _apt user when it can write here, else warns.
     chmod 755 "${tmp}"
     # Lists older than the archive may name a revision it no longer serves: fetch them anew once.
-    if ! download_protoc_debs "${tmp}"; then
-      [[ "$(id -u)" == 0 ]] && apt-get update >/dev/null 2>&1 && download_protoc_debs "${tmp}" \
-        || { rm -rf "${tmp}"; die "apt-get download of Debian's ${PROTOC_DEBS[*]} ${PROTOC_VERSION} failed (run apt-get update, or put protoc ${PROTOC_VERSION} on PATH)"; }
-    fi
+    apt_retry download_protoc_debs "${tmp}" ||
+      { rm -rf "${tmp}"; die "apt-get download of Debian's ${PROTOC_DEBS[*]} ${PROTOC_VERSION} failed (run apt-get update, or put protoc ${PROTOC_VERSION} on PATH)"; }
     mkdir -p "${tmp}/root"
     for pkg in "${PROTOC_DEBS[@]}"; do
       deb="$(ls "${tmp}/${pkg}_"*.deb)"

@@ -17,6 +17,7 @@ func revisionFromMadison(t *testing.T, version, input string) string {
 	t.Helper()
 	script := `set -o errexit -o nounset -o pipefail
 source ./common.sh
+source ./debian.sh
 source ./protoc.sh
 madison_revisions | newest_revision_of "$1"`
 	cmd := exec.Command("bash", "-c", script, "bash", version)

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// localUpT runs hack/local-up.sh COMMAND for a test, with its output in the test log.
-func localUpT(t *testing.T, timeout time.Duration, command string) {
+// localUpT runs hack/local-up.sh COMMAND for a test, with its output in the test log, and returns
+// that output.
+func localUpT(t *testing.T, timeout time.Duration, command string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -24,6 +25,7 @@ func localUpT(t *testing.T, timeout time.Duration, command string) {
 	if err != nil {
 		t.Fatalf("hack/local-up.sh %s: %v", command, err)
 	}
+	return string(out)
 }
 
 // TestAvailability stops sandbox-apiserver behind the aggregator: requests for its resources

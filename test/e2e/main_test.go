@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/plane"
 )
 
 // Paths of the checkout the tests run in; set by TestMain.
@@ -33,10 +35,9 @@ var (
 	planeStartedHere bool
 )
 
-// controlPlaneComponents are the processes hack/local-up.sh status reports, in start order.
-var controlPlaneComponents = []string{
-	"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "sandbox-etcd", "sandbox-apiserver",
-}
+// controlPlaneComponents are the plane's processes in start order, but the real node's (which
+// runs only as root on Linux): the table of hack/localplane/plane, set by TestMain.
+var controlPlaneComponents []string
 
 // TestMain makes sure the local control plane runs: a running one is reused (the
 // sandbox-apiserver in it restarted first when `make build` produced a different binary), otherwise
@@ -103,6 +104,16 @@ func findPaths() error {
 	localUp = filepath.Join(repoRoot, "hack/local-up.sh")
 	adminKubeconfig = filepath.Join(repoRoot, "_output/local/kubeconfig")
 	certsDir = filepath.Join(repoRoot, "_output/local/certs")
+	cfg, err := plane.ConfigFromEnv(repoRoot)
+	if err != nil {
+		return err
+	}
+	controlPlaneComponents = nil
+	for _, c := range cfg.Components() {
+		if !c.Node {
+			controlPlaneComponents = append(controlPlaneComponents, c.Name)
+		}
+	}
 	examplesDir = filepath.Join(repoRoot, "artifacts/examples")
 	return nil
 }
@@ -144,15 +155,17 @@ func ensureControlPlane() (owned bool, err error) {
 	return owned, waitForSandboxAPIs(2 * time.Minute)
 }
 
-// componentsRunning parses `hack/local-up.sh status`.
+// componentsRunning asks the plane's package which components run (as hack/local-up.sh status
+// does).
 func componentsRunning() map[string]bool {
-	out, _ := exec.Command(localUp, "status").Output() // exits 1 unless everything runs
 	running := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[1] == "running" {
-			running[f[0]] = true
-		}
+	cfg, err := plane.ConfigFromEnv(repoRoot)
+	if err != nil {
+		return running
+	}
+	r := plane.Runner{Config: cfg}
+	for _, c := range cfg.Components() {
+		_, running[c.Name] = r.Running(c)
 	}
 	return running
 }

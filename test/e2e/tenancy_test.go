@@ -158,8 +158,10 @@ func TestTenantCannotTakeOverByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyYAML(t, ns, fmt.Sprintf(tenancyVictims, owner.UID))
-	// Settled first: the scheduler and kwok still write to the pods until they run.
+	// Settled first: the scheduler and kwok still write to the pods until they run, the plane's
+	// volume provisioner and the binder to the claims until they are Bound.
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "pod/db-0", "pod/cache", "--timeout=90s")
+	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Bound", "pvc/data-postgres-0", "pvc/work-notes", "--timeout=60s")
 	victims := [][2]string{{"pvc", "data-postgres-0"}, {"pod", "db-0"}, {"service", "web"}, {"pvc", "work-notes"}, {"pod", "cache"}}
 	before := map[string]string{}
 	for _, v := range victims {

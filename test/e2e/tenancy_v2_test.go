@@ -95,7 +95,7 @@ kind: ConfigMap
 metadata: {name: setup-script}
 data: {run.sh: "echo setting up"}
 `)
-	// The plane's host-path provisioner binds both PVCs on its own: the victim is compared from
+	// The plane's volume provisioner binds both PVCs on its own: the victim is compared from
 	// then on, so that only the attacks, not its binding, could change it.
 	kubectl(t, "wait", "-n", ns, "--for=jsonpath={.status.phase}=Bound", "pvc/payroll-db", "pvc/dataset", "--timeout=60s")
 	kube, _ := adminClients(t)

@@ -1,0 +1,294 @@
+// Copyright The sandbox-apiserver Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package plane
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// Component is one process of the plane.
+type Component struct {
+	Name string
+	// Binary is the executable; Args its flags.
+	Binary string
+	Args   []string
+	// Env is added to the environment the component starts with.
+	Env []string
+	// Dirs are made (owner-only) before it starts: its data directories.
+	Dirs []string
+	// Ports it listens on: start refuses to launch it while another process holds one.
+	Ports []int
+	// Ready says when it serves.
+	Ready Probe
+	// Node: it belongs to the real node (run only as root on Linux).
+	Node bool
+}
+
+// Log is the component's log file: its output, appended at every start.
+func (c Config) Log(name string) string { return filepath.Join(c.Logs(), name+".log") }
+
+// Pidfile holds the component's process ID while it runs.
+func (c Config) Pidfile(name string) string { return filepath.Join(c.Pids(), name+".pid") }
+
+// serviceCIDR holds the Services' cluster IPs; nothing routes them (there is no kube-proxy here).
+const serviceCIDR = "10.0.0.0/24"
+
+// Components is the plane, in start order (stop runs it backwards): what each process runs and
+// how the plane knows it is ready. This table is the one place that says how the plane is made;
+// hack/local-up.sh writes the files it names (certificates, kubeconfigs, the node's
+// configuration) before it starts each.
+func (c Config) Components() []Component {
+	port := func(p int) string { return strconv.Itoa(p) }
+	local := func(p int) string { return "127.0.0.1:" + port(p) }
+	healthz := func(p int) Probe {
+		// Their serving certificates are self-signed at start-up: nothing to verify them with.
+		return Probe{URL: "https://" + local(p) + "/healthz", Insecure: true, Body: "ok"}
+	}
+	kc := c.Kubeconfig
+	return []Component{{
+		Name:   "etcd",
+		Binary: c.Tool("etcd"),
+		Args:   c.etcdArgs("local", "http", c.EtcdPort, c.EtcdPeerPort),
+		Dirs:   []string{filepath.Join(c.Data(), "etcd")},
+		Ports:  []int{c.EtcdPort, c.EtcdPeerPort},
+		Ready:  Probe{URL: "http://" + local(c.EtcdPort) + "/health", Contains: `"health":"true"`},
+	}, {
+		// The Endpoints of the "kubernetes" Service may not hold a loopback address, so with
+		// --advertise-address=127.0.0.1 the endpoint reconciler is off (nothing in a pod here
+		// dials the Service). PodNodeSelector and PodTolerationRestriction let a namespace's
+		// annotations place all its pods: the end-to-end tests of the API and the controllers
+		// put theirs on the kwok nodes that way.
+		Name:   "kube-apiserver",
+		Binary: c.Tool("kube-apiserver"),
+		Args: []string{
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + port(c.KubeAPIServerPort),
+			"--etcd-servers=http://" + local(c.EtcdPort),
+			"--cert-dir=" + filepath.Join(c.Data(), "kube-apiserver"),
+			"--tls-cert-file=" + c.Cert("kube-apiserver.crt"),
+			"--tls-private-key-file=" + c.Cert("kube-apiserver.key"),
+			"--client-ca-file=" + c.Cert("ca.crt"),
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
+			"--allow-privileged=true",
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + c.Cert("service-account.pub"),
+			"--service-account-signing-key-file=" + c.Cert("service-account.key"),
+			"--requestheader-client-ca-file=" + c.Cert("front-proxy-ca.crt"),
+			"--requestheader-allowed-names=front-proxy-client",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-username-headers=X-Remote-User",
+			"--proxy-client-cert-file=" + c.Cert("front-proxy-client.crt"),
+			"--proxy-client-key-file=" + c.Cert("front-proxy-client.key"),
+			"--kubelet-certificate-authority=" + c.Cert("ca.crt"),
+			"--kubelet-client-certificate=" + c.Cert("kube-apiserver-kubelet-client.crt"),
+			"--kubelet-client-key=" + c.Cert("kube-apiserver-kubelet-client.key"),
+			"--kubelet-preferred-address-types=InternalIP",
+			"--enable-aggregator-routing=false",
+			"--endpoint-reconciler-type=none",
+			"--profiling=" + strconv.FormatBool(c.Profiling),
+			"--v=1",
+		},
+		Dirs:  []string{filepath.Join(c.Data(), "kube-apiserver")},
+		Ports: []int{c.KubeAPIServerPort},
+		Ready: Probe{URL: "https://" + local(c.KubeAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"),
+			Cert: c.Cert("admin.crt"), Key: c.Cert("admin.key"), Body: "ok"},
+	}, {
+		// Quotas are recounted every 15s instead of 5m, so that the usage of a new ResourceQuota
+		// of our kinds shows soon after it is made. No node IPAM or lifecycle controllers: the
+		// Nodes' CIDRs and taints are set by hack/local-up.sh. Volumes come from
+		// local-path-provisioner, next.
+		Name:   "kube-controller-manager",
+		Binary: c.Tool("kube-controller-manager"),
+		Args: []string{
+			"--kubeconfig=" + kc("kube-controller-manager"),
+			"--authentication-kubeconfig=" + kc("kube-controller-manager"),
+			"--authorization-kubeconfig=" + kc("kube-controller-manager"),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + port(c.KubeControllerManagerPort),
+			"--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle",
+			"--resource-quota-sync-period=15s",
+			"--root-ca-file=" + c.Cert("ca.crt"),
+			"--service-account-private-key-file=" + c.Cert("service-account.key"),
+			"--use-service-account-credentials=true",
+			"--cluster-signing-cert-file=" + c.Cert("ca.crt"),
+			"--cluster-signing-key-file=" + c.Cert("ca.key"),
+			"--service-cluster-ip-range=" + serviceCIDR,
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		},
+		Ports: []int{c.KubeControllerManagerPort},
+		Ready: healthz(c.KubeControllerManagerPort),
+	}, {
+		// The volumes' provisioner (artifacts/local/local-path.yaml): it serves nothing, and says
+		// in its log when its controller runs (after reading its ConfigMap; it exits when it
+		// cannot).
+		Name:   "local-path-provisioner",
+		Binary: c.Tool("local-path-provisioner"),
+		Args: []string{
+			"--debug", "start",
+			"--kubeconfig=" + kc("local-path-provisioner"),
+			"--provisioner-name=rancher.io/local-path",
+			"--namespace=local-path-storage",
+			"--configmap-name=local-path-config",
+			"--service-account-name=local-path-helper",
+			"--helper-image=localhost/sandbox:local",
+		},
+		Ready: Probe{LogLine: "Provisioner started"},
+	}, {
+		Name:   "kube-scheduler",
+		Binary: c.Tool("kube-scheduler"),
+		Args: []string{
+			"--kubeconfig=" + kc("kube-scheduler"),
+			"--authentication-kubeconfig=" + kc("kube-scheduler"),
+			"--authorization-kubeconfig=" + kc("kube-scheduler"),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + port(c.KubeSchedulerPort),
+			"--leader-elect=false",
+			"--profiling=false",
+			"--v=1",
+		},
+		Ports: []int{c.KubeSchedulerPort},
+		Ready: healthz(c.KubeSchedulerPort),
+	}, {
+		// The Stages of kwok's module make its Nodes and Pods behave; ours completes
+		// local-path-provisioner's helper pods. --node-ip keeps every address kwok reports for
+		// its Nodes on loopback, so nothing (kubectl logs/exec through kube-apiserver) ever
+		// dials out. The Nodes advertise KwokPort as their kubelet port: kwok serves its health
+		// checks, metrics and the kubelet API there, over TLS (streams.yaml: exec, logs, attach,
+		// port-forward).
+		Name:   "kwok",
+		Binary: c.Tool("kwok"),
+		Args: []string{
+			"--config=" + c.kwokStage("node-initialize"),
+			"--config=" + c.kwokStage("node-heartbeat-with-lease"),
+			"--config=" + c.kwokStage("pod-ready"),
+			"--config=" + c.kwokStage("pod-complete"),
+			"--config=" + c.kwokStage("pod-delete"),
+			"--config=" + filepath.Join(c.Root, "artifacts/local/kwok/local-path-helper.yaml"),
+			"--config=" + filepath.Join(c.Out, "kwok/streams.yaml"),
+			"--kubeconfig=" + kc("kwok"),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--node-ip=127.0.0.1",
+			"--node-port=" + port(c.KwokPort),
+			"--tls-cert-file=" + c.Cert("kwok-serving.crt"),
+			"--tls-private-key-file=" + c.Cert("kwok-serving.key"),
+			"--cidr=10.244.0.0/16",
+			"--server-address=" + local(c.KwokPort),
+		},
+		Ports: []int{c.KwokPort},
+		Ready: Probe{URL: "https://" + local(c.KwokPort) + "/healthz", CA: c.Cert("ca.crt")},
+	}, {
+		// containerd finds its runc shim on PATH.
+		Name:   "containerd",
+		Binary: c.Tool("containerd"),
+		Args:   []string{"--config", filepath.Join(c.NodeDir(), "containerd/config.toml"), "--log-level", "warn"},
+		Env:    []string{"PATH=" + c.ToolsBin() + ":" + envOr("PATH", "/usr/bin:/bin")},
+		Ready:  Probe{Exec: []string{c.Tool("ctr"), "--address", c.ContainerdSock(), "version"}},
+		Node:   true,
+	}, {
+		Name:   "kubelet",
+		Binary: c.Tool("kubelet"),
+		Args: []string{
+			"--config=" + filepath.Join(c.NodeDir(), "kubelet-config.yaml"),
+			"--kubeconfig=" + kc("kubelet"),
+			"--root-dir=" + filepath.Join(c.NodeDir(), "kubelet"),
+			"--hostname-override=" + c.NodeName,
+			"--node-ip=" + c.NodeIP(),
+			"--node-labels=type=real",
+			"--v=1",
+		},
+		Ports: []int{c.KubeletPort, c.KubeletHealthzPort},
+		Ready: Probe{URL: "http://" + local(c.KubeletHealthzPort) + "/healthz", Body: "ok"},
+		Node:  true,
+	}, {
+		// sandbox-etcd holds the sandbox objects only, so it can be stopped and started on its
+		// own. History is compacted periodically (5m). Clients and peers speak TLS and must show
+		// a certificate of sandbox-etcd-ca: no other local process can read or write sandbox
+		// objects.
+		Name:   "sandbox-etcd",
+		Binary: c.Tool("etcd"),
+		Args: append(c.etcdArgs("sandbox-etcd", "https", c.SandboxEtcdPort, c.SandboxEtcdPeerPort),
+			"--cert-file="+c.Cert("sandbox-etcd.crt"),
+			"--key-file="+c.Cert("sandbox-etcd.key"),
+			"--trusted-ca-file="+c.Cert("sandbox-etcd-ca.crt"),
+			"--client-cert-auth=true",
+			"--peer-cert-file="+c.Cert("sandbox-etcd.crt"),
+			"--peer-key-file="+c.Cert("sandbox-etcd.key"),
+			"--peer-trusted-ca-file="+c.Cert("sandbox-etcd-ca.crt"),
+			"--peer-client-cert-auth=true",
+			"--auto-compaction-mode=periodic",
+			"--auto-compaction-retention=5m",
+		),
+		Dirs:  []string{filepath.Join(c.Data(), "sandbox-etcd")},
+		Ports: []int{c.SandboxEtcdPort, c.SandboxEtcdPeerPort},
+		Ready: Probe{URL: "https://" + local(c.SandboxEtcdPort) + "/health", CA: c.Cert("sandbox-etcd-ca.crt"),
+			Cert: c.Cert("sandbox-etcd-client.crt"), Key: c.Cert("sandbox-etcd-client.key"), Contains: `"health":"true"`},
+	}, {
+		// --proxy-allow-host-network-pods: kwok's pods report the node address, 127.0.0.1, as a
+		// hostNetwork pod would, so sandboxes/proxy reaches them only with it (tests run the
+		// sandbox's "process" on 127.0.0.1). One flag a line; SANDBOX_APISERVER_ARGS come last.
+		Name:   "sandbox-apiserver",
+		Binary: c.SandboxAPIServerBin,
+		Args: append([]string{
+			"--secure-port=" + port(c.SandboxAPIServerPort),
+			"--bind-address=127.0.0.1",
+			"--tls-cert-file=" + c.Cert("sandbox-apiserver.crt"),
+			"--tls-private-key-file=" + c.Cert("sandbox-apiserver.key"),
+			"--kubeconfig=" + kc("sandbox-apiserver"),
+			"--authentication-kubeconfig=" + kc("sandbox-apiserver"),
+			"--authorization-kubeconfig=" + kc("sandbox-apiserver"),
+			"--etcd-servers=https://" + local(c.SandboxEtcdPort),
+			"--etcd-cafile=" + c.Cert("sandbox-etcd-ca.crt"),
+			"--etcd-certfile=" + c.Cert("sandbox-etcd-client.crt"),
+			"--etcd-keyfile=" + c.Cert("sandbox-etcd-client.key"),
+			"--proxy-allow-host-network-pods",
+		}, c.SandboxAPIServerArgs...),
+		Ports: []int{c.SandboxAPIServerPort},
+		Ready: Probe{URL: "https://" + local(c.SandboxAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"), Body: "ok"},
+	}}
+}
+
+// etcdArgs are the flags of a single-member etcd named name (its data in Data()/DIR, where DIR is
+// "etcd" for the member named local) serving on 127.0.0.1 with scheme.
+func (c Config) etcdArgs(name, scheme string, clientPort, peerPort int) []string {
+	dir := name
+	if name == "local" {
+		dir = "etcd"
+	}
+	client := scheme + "://127.0.0.1:" + strconv.Itoa(clientPort)
+	peer := scheme + "://127.0.0.1:" + strconv.Itoa(peerPort)
+	return []string{
+		"--name=" + name,
+		"--data-dir=" + filepath.Join(c.Data(), dir),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=" + name + "=" + peer,
+		"--initial-cluster-state=new",
+		"--log-level=warn",
+	}
+}
+
+func (c Config) kwokStage(name string) string {
+	return filepath.Join(c.Root, "_output/tools/kwok-stages", name+".yaml")
+}
+
+// Component returns the component called name.
+func (c Config) Component(name string) (Component, error) {
+	for _, comp := range c.Components() {
+		if comp.Name == name {
+			return comp, nil
+		}
+	}
+	return Component{}, fmt.Errorf("no component %q", name)
+}
