@@ -1,0 +1,83 @@
+// Package envd serves E2B's in-sandbox daemon API (envd) from inside sandbox-apiserver: the
+// process and filesystem Connect services, /files and /health. Nothing runs in the sandbox's pod
+// but what the caller asked for: every operation is a pods/exec stream (client-go's
+// remotecommand) into the sandbox's container, so any image with a POSIX shell works.
+package envd
+
+import (
+	"errors"
+	"net/http"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Sandbox is one resolved, authorized sandbox container a data-plane request is for.
+type Sandbox struct {
+	// ID is the E2B sandbox ID the caller used; processes are kept per ID.
+	ID                        string
+	Namespace, Pod, Container string
+	// Env is the claim's own spec.env for this container (name -> value); every process started
+	// gets it, under the request's own envs.
+	Env map[string]string
+	// Key identifies the caller (the API key's identity) for per-key limits.
+	Key string
+}
+
+// Resolver authenticates and authorizes a data-plane request (E2b-Sandbox-Id header or host,
+// X-Access-Token header) and answers the sandbox, or an error to send. An error wrapping a
+// *StatusError is sent with its status and message; any other error is a 500.
+type Resolver interface {
+	Resolve(r *http.Request) (*Sandbox, error)
+}
+
+// StatusError is a Resolver's refusal: 404 for a sandbox of another tenant (as if absent), 401
+// for a bad or missing token, 403 when the identity may not exec.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return e.Message }
+
+// Config of the handler. Zero limits take the defaults below.
+type Config struct {
+	Resolver Resolver
+	// RESTConfig and Client reach the cluster API with the server's own rights: pods/exec on the
+	// sandbox's pod only, after Resolver authorized the caller.
+	RESTConfig *rest.Config
+	Client     kubernetes.Interface
+
+	// MaxProcessesPerSandbox bounds the processes (and so exec streams) kept running per sandbox.
+	MaxProcessesPerSandbox int
+	// MaxProcessesPerKey bounds them per caller key over all its sandboxes.
+	MaxProcessesPerKey int
+	// MaxUploadBytes bounds one /files upload body.
+	MaxUploadBytes int64
+}
+
+// Defaults of Config's limits.
+const (
+	DefaultMaxProcessesPerSandbox = 64
+	DefaultMaxProcessesPerKey     = 256
+	DefaultMaxUploadBytes         = 100 << 20
+)
+
+// Version is the envd version the data plane implements; the control plane reports it as the
+// sandbox's envdVersion so the SDK uses exactly the features served here.
+const Version = "0.5.7"
+
+// NewHandler serves everything of the data plane: /health, /files, the Connect services. The
+// request must carry the sandbox's identity for cfg.Resolver; the caller routes to it.
+func NewHandler(cfg Config) http.Handler {
+	return newServer(cfg)
+}
+
+// statusOf answers the HTTP status and message of a Resolver's error.
+func statusOf(err error) (int, string) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code, se.Message
+	}
+	return http.StatusInternalServerError, err.Error()
+}
