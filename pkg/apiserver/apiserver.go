@@ -11,6 +11,7 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -99,6 +100,10 @@ type SandboxServer struct {
 	// WarmChooser picks the warm members claims adopt, at create time and in the claim
 	// controller; nil when the claim controller is disabled.
 	WarmChooser *warm.Chooser
+	// KubeConfig reaches the cluster's kube-apiserver with the server's rights; nil without one.
+	KubeConfig *restclient.Config
+	// Authorizer is the server's authorizer (delegated to the cluster's SubjectAccessReviews).
+	Authorizer authorizer.Authorizer
 }
 
 // New builds the server: both API groups from their storage (pkg/registry/<group>/rest), the
@@ -191,7 +196,8 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil
 	})
 	c.startControllers(generic, ours, chooser, binder.OneEtcd())
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser,
+		KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer}, nil
 }
 
 // startControllers adds the post-start hook that runs the controllers, when they are configured:
