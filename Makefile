@@ -105,6 +105,7 @@ tools:
 run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
+	hack/e2b-env.sh
 
 # Stops the plane and undoes what its real node did to the host (docs/local-plane.md).
 down:

@@ -32,7 +32,7 @@
 #   ETCD_PORT [2379] ETCD_PEER_PORT [2380] KUBE_APISERVER_PORT [6443]
 #   KUBE_CONTROLLER_MANAGER_PORT [10257] KUBE_SCHEDULER_PORT [10259]
 #   KWOK_PORT [10247] SANDBOX_ETCD_PORT [2381] SANDBOX_ETCD_PEER_PORT [2382]
-#   SANDBOX_APISERVER_PORT [8443]
+#   SANDBOX_APISERVER_PORT [8443] E2B_PORT [3049] (sandbox-apiserver's E2B endpoint)
 #   SANDBOX_APISERVER_BIN [_output/bin/sandbox-apiserver]
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
@@ -670,6 +670,11 @@ probe_sandbox_apiserver() {
 # the sandbox's "process" on 127.0.0.1).
 start_sandbox_apiserver() {
   local kc="${KUBECONFIGS}/sandbox-apiserver.kubeconfig" extra=()
+  # --- E2B endpoint (issue 41; docs/e2b.md) ---------------------------------
+  # Plain HTTP on 127.0.0.1:E2B_PORT [3049], keys in sandbox-system (the Role in
+  # artifacts/local/rbac.yaml). hack/e2b-env.sh (make run) makes a demo key.
+  local e2b=(--e2b-bind-address="127.0.0.1:${E2B_PORT:-3049}" --e2b-plain-http --e2b-api-keys-namespace=sandbox-system)
+  # ---------------------------------------------------------------------------
   # shellcheck disable=SC2206 # word splitting of the extra flags is intended
   [[ -n "${SANDBOX_APISERVER_ARGS}" ]] && extra=(${SANDBOX_APISERVER_ARGS})
   launch sandbox-apiserver \
@@ -685,6 +690,7 @@ start_sandbox_apiserver() {
     --etcd-certfile="${CERTS}/sandbox-etcd-client.crt" \
     --etcd-keyfile="${CERTS}/sandbox-etcd-client.key" \
     --proxy-allow-host-network-pods \
+    "${e2b[@]}" \
     "${extra[@]}"
   wait_ready sandbox-apiserver probe_sandbox_apiserver
 }
