@@ -368,7 +368,8 @@ func (s *Server) claimOf(w http.ResponseWriter, r *http.Request) (*Identity, *sa
 		return nil, nil, nil, false
 	}
 	claim, err := client.Clientset().ExtensionsV1beta1().SandboxClaims(id.Namespace).Get(r.Context(), name, metav1.GetOptions{})
-	if isAbsent(err) {
+	// A claim being deleted (its finalizers still at work) is gone for E2B: killed.
+	if isAbsent(err) || (err == nil && claim.DeletionTimestamp != nil) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", name))
 		return nil, nil, nil, false
 	}
@@ -480,17 +481,16 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// kill deletes the claim; one already being deleted is not found, so a second kill is false.
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
-	id := identityFrom(r.Context())
-	client, err := s.tenantClient(id)
-	if err != nil {
-		writeInternal(w, "making a client for the key's identity", err)
+	id, client, claim, ok := s.claimOf(w, r)
+	if !ok {
 		return
 	}
-	name := r.PathValue("id")
-	err = client.Clientset().ExtensionsV1beta1().SandboxClaims(id.Namespace).Delete(r.Context(), name, metav1.DeleteOptions{})
-	if isAbsent(err) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", name))
+	err := client.Clientset().ExtensionsV1beta1().SandboxClaims(id.Namespace).Delete(r.Context(), claim.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
+	if isAbsent(err) || apierrors.IsConflict(err) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", claim.Name))
 		return
 	}
 	if err != nil {
