@@ -70,14 +70,20 @@ func decodeCursor(token string) (*cursor, error) {
 func parseListQuery(q url.Values, v2 bool) (*listQuery, error) {
 	out := &listQuery{limit: defaultPageSize}
 	if m := q.Get("metadata"); m != "" {
-		// "k=v&k2=v2" with each key and value URL-encoded once more.
+		// "k=v&k2=v2" with each key and value URL-encoded once more (E2B's SDKs encode them
+		// before joining the pairs).
 		pairs, err := url.ParseQuery(m)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
 		out.metadata = map[string]string{}
 		for k, vs := range pairs {
-			out.metadata[k] = vs[len(vs)-1]
+			key, errK := url.QueryUnescape(k)
+			value, errV := url.QueryUnescape(vs[len(vs)-1])
+			if errK != nil || errV != nil {
+				return nil, fmt.Errorf("metadata: %q=%q is not URL-encoded", k, vs[len(vs)-1])
+			}
+			out.metadata[key] = value
 		}
 	}
 	if !v2 {

@@ -134,16 +134,17 @@ func TestUnsupportedCreateFields(t *testing.T) {
 
 func TestListQuery(t *testing.T) {
 	q, err := parseListQuery(url.Values{
-		"metadata": {url.Values{"user": {"a b"}, "app": {"x&y"}}.Encode()},
+		// As the SDKs send it: each key and value encoded, then the pairs encoded as a query.
+		"metadata": {url.Values{url.QueryEscape("user"): {url.QueryEscape("a b")}, "app": {url.QueryEscape("x&y=z")}}.Encode()},
 		"state":    {"running,paused"}, "limit": {"2"}, "order": {"asc"},
 	}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.metadata["user"] != "a b" || q.metadata["app"] != "x&y" || !q.states["paused"] || q.limit != 2 || !q.ascending {
+	if q.metadata["user"] != "a b" || q.metadata["app"] != "x&y=z" || !q.states["paused"] || q.limit != 2 || !q.ascending {
 		t.Errorf("parsed %+v", q)
 	}
-	base := listedSandbox{Metadata: map[string]string{"user": "a b", "app": "x&y"}, State: "running"}
+	base := listedSandbox{Metadata: map[string]string{"user": "a b", "app": "x&y=z"}, State: "running"}
 	if !q.matches(base) {
 		t.Error("a sandbox with the metadata asked for does not match")
 	}

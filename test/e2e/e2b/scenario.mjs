@@ -51,7 +51,7 @@ async function create(opts = {}) {
 async function run() {
   let sbx
   await step('create with envs and metadata', async () => {
-    sbx = await create({ envs: { GREETING: 'hello from the claim' }, metadata: { suite: 'e2e', tag } })
+    sbx = await create({ envs: { GREETING: 'hello from the claim' }, metadata: { suite: 'e2e', tag, 'owner name': 'a&b = c' } })
     assert.match(sbx.sandboxId, /^e2b-/)
   })
 
@@ -122,12 +122,12 @@ async function run() {
     assert.equal(info.sandboxId, sbx.sandboxId)
     assert.equal(info.templateId, template)
     assert.equal(info.state, 'running')
-    assert.deepEqual(info.metadata, { suite: 'e2e', tag })
+    assert.deepEqual(info.metadata, { suite: 'e2e', tag, 'owner name': 'a&b = c' })
     assert.ok(info.endAt > info.startedAt, `endAt ${info.endAt} not after startedAt ${info.startedAt}`)
   })
 
   await step('list by metadata', async () => {
-    const page = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
+    const page = await Sandbox.list({ query: { metadata: { tag, 'owner name': 'a&b = c' } } }).nextItems()
     assert.deepEqual(page.map((s) => s.sandboxId), [sbx.sandboxId])
     assert.equal(page[0].metadata.suite, 'e2e')
     const none = await Sandbox.list({ query: { metadata: { tag: `${tag}-other` } } }).nextItems()
