@@ -599,11 +599,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 
 // setMode suspends (or wakes) sb with the server's rights and waits until it is so.
 func (s *Server) setMode(ctx context.Context, sb *agentsv1beta1.Sandbox, suspend bool) error {
-	admin, err := sandbox.NewClient(s.loopback)
-	if err != nil {
-		return err
-	}
-	h, err := admin.OpenSandbox(ctx, sb.Namespace, sb.Name)
+	h, err := s.adminSDK.OpenSandbox(ctx, sb.Namespace, sb.Name)
 	if err != nil {
 		return err
 	}

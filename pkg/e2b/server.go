@@ -41,6 +41,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/e2b/envd"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/sdk/sandbox"
 )
 
 // Headers of E2B's protocol.
@@ -76,6 +77,7 @@ type Server struct {
 	authorizer authorizer.Authorizer
 	loopback   *rest.Config
 	admin      versioned.Interface
+	adminSDK   *sandbox.Client
 	kube       kubernetes.Interface
 	keys       *keyStore
 	keysSynced cache.InformerSynced
@@ -94,6 +96,10 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	adminSDK, err := sandbox.NewClient(c.Loopback)
+	if err != nil {
+		return nil, err
+	}
 	kube, err := kubernetes.NewForConfig(c.Kube)
 	if err != nil {
 		return nil, err
@@ -105,7 +111,7 @@ func New(c Config) (*Server, error) {
 		}))
 	secrets := factory.Core().V1().Secrets()
 	s := &Server{
-		opts: opts, authorizer: c.Authorizer, loopback: c.Loopback, admin: admin, kube: kube,
+		opts: opts, authorizer: c.Authorizer, loopback: c.Loopback, admin: admin, adminSDK: adminSDK, kube: kube,
 		keys:       &keyStore{namespace: opts.KeysNamespace, secrets: secrets.Lister()},
 		keysSynced: secrets.Informer().HasSynced,
 		informers:  factory,

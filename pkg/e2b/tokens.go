@@ -23,7 +23,8 @@ import (
 // the claim's namespace, name and UID under a signing key only the server holds. A token outlives
 // neither its key (the key's Secret is looked up on every request) nor its claim (a claim made
 // again under the same name has another UID). The signing key is a Secret of the keys namespace
-// so that every replica signs alike; deleting it revokes every token at once.
+// so that every replica signs alike; it is read at start, so deleting it and restarting the
+// servers revokes every token at once.
 const (
 	signingKeySecret = "e2b-access-token-signing-key"
 	signingKeyData   = "key"
