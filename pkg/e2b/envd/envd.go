@@ -52,14 +52,21 @@ type Config struct {
 	MaxProcessesPerSandbox int
 	// MaxProcessesPerKey bounds them per caller key over all its sandboxes.
 	MaxProcessesPerKey int
+	// MaxStreamsPerSandbox bounds the streaming requests and short exec streams (filesystem
+	// calls, file transfers) open at once per sandbox.
+	MaxStreamsPerSandbox int
+	// MaxStreamsPerKey bounds them per caller key.
+	MaxStreamsPerKey int
 	// MaxUploadBytes bounds one /files upload body.
 	MaxUploadBytes int64
 }
 
 // Defaults of Config's limits.
 const (
-	DefaultMaxProcessesPerSandbox = 64
-	DefaultMaxProcessesPerKey     = 256
+	DefaultMaxProcessesPerSandbox = 32
+	DefaultMaxProcessesPerKey     = 128
+	DefaultMaxStreamsPerSandbox   = 64
+	DefaultMaxStreamsPerKey       = 256
 	DefaultMaxUploadBytes         = 100 << 20
 )
 
