@@ -1,7 +1,18 @@
 // Package envd serves E2B's in-sandbox daemon API (envd) from inside sandbox-apiserver: the
 // process and filesystem Connect services, /files and /health. Nothing runs in the sandbox's pod
 // but what the caller asked for: every operation is a pods/exec stream (client-go's
-// remotecommand) into the sandbox's container, so any image with a POSIX shell works.
+// remotecommand) into the sandbox's container running a POSIX shell script, so any image with
+// /bin/sh and coreutils or busybox works.
+//
+// The wire format is Connect with JSON only: the E2B JS SDK's transport is connect-web with
+// useBinaryFormat false, so it never sends protobuf's binary encoding. A small hand-written
+// codec (connect.go) and plain Go structs in protobuf's JSON mapping (messages.go), written from
+// the schemas the SDK embeds, serve that without a protobuf toolchain or generated code.
+//
+// Version is the envd version the SDK is told; it gates the SDK's features on it, so it is the
+// newest version whose features are all served here (0.5.7: closeStdin, octet-stream and gzip
+// uploads). Directory watching is answered "unimplemented"; file metadata (0.6.2) is not
+// reached, as the SDK refuses it for this version itself.
 package envd
 
 import (
