@@ -100,6 +100,13 @@ func (s *server) listRPC(_ context.Context, c *call, _ *empty) (*listResponse, e
 	resp := &listResponse{Processes: []processInfo{}}
 	for _, p := range s.table.list(sandboxKey(c.sb)) {
 		config := p.config
+		// Empty rather than null, as protobuf's JSON would write them.
+		if config.Args == nil {
+			config.Args = []string{}
+		}
+		if config.Envs == nil {
+			config.Envs = map[string]string{}
+		}
 		resp.Processes = append(resp.Processes, processInfo{Config: &config, Pid: p.pid, Tag: p.tag})
 	}
 	return resp, nil
