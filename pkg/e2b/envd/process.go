@@ -36,6 +36,7 @@ type process struct {
 	tty     bool
 	sizes   *sizeQueue
 
+	writeMu     sync.Mutex
 	stdinMu     sync.Mutex
 	stdin       *io.PipeWriter // nil when started without stdin
 	stdinClosed bool
@@ -201,6 +202,7 @@ func (s *server) startProcess(sb *Sandbox, user string, req *startRequest) (*pro
 	go func() {
 		defer release()
 		err := s.exec(ctx, sb, exec)
+		p.releaseStdin()
 		p.events <- marker.endEvent(err)
 		close(p.events)
 	}()
@@ -284,17 +286,22 @@ func (p *process) unsubscribe(sub *subscriber) {
 
 // writeStdin feeds data to the process's stdin, waiting at most for ctx.
 func (p *process) writeStdin(ctx context.Context, data []byte) error {
+	// One write at a time, so that inputs do not interleave; stdinMu is not held while
+	// waiting, so that closing stdin ends a blocked write.
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdin == nil {
+	stdin, closed := p.stdin, p.stdinClosed
+	p.stdinMu.Unlock()
+	if stdin == nil {
 		return errorf(codeFailedPrecondition, "process %d was started without stdin", p.pid)
 	}
-	if p.stdinClosed {
+	if closed {
 		return errorf(codeFailedPrecondition, "the stdin of process %d is closed", p.pid)
 	}
 	written := make(chan error, 1)
 	go func() {
-		_, err := p.stdin.Write(data)
+		_, err := stdin.Write(data)
 		written <- err
 	}()
 	select {
@@ -318,6 +325,17 @@ func (p *process) closeStdin() error {
 	}
 	p.stdinClosed = true
 	return p.stdin.Close()
+}
+
+// releaseStdin closes the stdin pipe of an ended process, so that what still waits on it (the
+// exec stream's copy, a SendInput) returns.
+func (p *process) releaseStdin() {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin != nil {
+		p.stdinClosed = true
+		_ = p.stdin.Close()
+	}
 }
 
 // markerWriter takes the stream the wrapper reports on (stderr, or the terminal): it turns the
