@@ -114,9 +114,9 @@ type scenarioStep struct {
 
 // TestE2BJSSDK runs test/e2e/e2b/scenario.mjs with each pinned version of E2B's JS SDK, as a
 // tenant whose key acts as a user with sandbox-apiserver:e2b-user only: create with envs and
-// metadata, commands (cwd, envs, onStdout, exit codes, stdin, kill, list), files (text and
-// binary, list, exists, makeDir, rename, remove), getInfo, list by metadata, setTimeout, pause
-// and connect, kill; another tenant's key sees, runs in and kills nothing of it, a wrong access
+// metadata, commands (cwd, envs, onStdout, exit codes, stdin, kill, list, connect), a terminal,
+// files (text and binary, list, exists, makeDir, rename, remove), getInfo, list by metadata,
+// setTimeout, pause and connect, kill; another tenant's key sees, runs in and kills nothing of it, a wrong access
 // token and an unknown key are refused, an unknown template is not found.
 func TestE2BJSSDK(t *testing.T) {
 	t.Parallel()
@@ -164,7 +164,7 @@ func TestE2BJSSDK(t *testing.T) {
 				t.Logf("%s: %s (%d ms)", sdk, s.Step, s.MS)
 			}
 			err = cmd.Wait()
-			if err != nil || passed < 14 {
+			if err != nil || passed < 16 {
 				t.Fatalf("scenario with %s: %v after %d passed steps; stderr:\n%s", sdk, err, passed, indent(stderr.String()))
 			}
 		})

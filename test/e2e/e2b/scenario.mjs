@@ -90,6 +90,24 @@ async function run() {
       !(await sbx.commands.list()).some((p) => p.pid === handle.pid))
   })
 
+  await step('connect to a running command; close its stdin', async () => {
+    const handle = await sbx.commands.run('cat; echo done', { background: true, stdin: true })
+    const connected = await sbx.commands.connect(handle.pid)
+    await handle.sendStdin('abc')
+    await handle.closeStdin()
+    assert.equal((await connected.wait()).stdout, 'abcdone\n')
+  })
+
+  await step('a terminal, resized', async () => {
+    let out = ''
+    const decoder = new TextDecoder()
+    const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (out += decoder.decode(d)) })
+    await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+    await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; exit\n'))
+    await term.wait()
+    assert.match(out, /30 100/)
+  })
+
   await step('text and binary files written and read', async () => {
     const text = 'line one\nline two — ünïcode\n'
     await sbx.files.write('/tmp/e2e/notes.txt', text)
