@@ -28,8 +28,6 @@ import (
 const (
 	// MetadataAnnotation holds a sandbox's E2B metadata (a JSON object of strings).
 	MetadataAnnotation = "e2b.sandbox-apiserver.dev/metadata"
-	// createdByValue is what the endpoint writes in the claims' created-by label.
-	createdByValue = "e2b"
 	// generateName prefixes the names, and so the E2B IDs, of the claims the endpoint makes.
 	generateName = "e2b-"
 	// clientID fills E2B's deprecated clientID field.
@@ -249,7 +247,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := []sandbox.ClaimOption{sandbox.WithGenerateName(generateName), sandbox.WithoutWait(),
-		sandbox.WithLabels(map[string]string{sandbox.CreatedByLabel: createdByValue}),
 		sandbox.WithShutdownTime(time.Now().Add(lifetime)), sandbox.WithShutdownPolicy(extensionsv1beta1.ShutdownPolicyDelete)}
 	if len(req.Metadata) > 0 {
 		raw, _ := json.Marshal(req.Metadata)
