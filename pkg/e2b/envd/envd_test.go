@@ -223,19 +223,22 @@ func TestStartStreamsOutputAndExitCode(t *testing.T) {
 func TestStartRefusesBadInputByField(t *testing.T) {
 	h := newHarness(t, Config{})
 	cases := map[string]struct {
-		req  *startRequest
-		want string
+		req     *startRequest
+		want    string
+		headers []string
 	}{
-		"no command": {&startRequest{Process: &processConfig{}}, "process.cmd"},
-		"bad env":    {run("true", func(r *startRequest) { r.Process.Envs = map[string]string{"A=B": "x"} }), "process.envs"},
+		"no command": {&startRequest{Process: &processConfig{}}, "process.cmd", nil},
+		"bad env":    {run("true", func(r *startRequest) { r.Process.Envs = map[string]string{"A=B": "x"} }), "process.envs", nil},
 		"missing cwd": {run("true", func(r *startRequest) {
 			cwd := "/does/not/exist"
 			r.Process.Cwd = &cwd
-		}), "cwd /does/not/exist"},
+		}), "cwd /does/not/exist", nil},
+		// Basic authentication's user name is the user to run as (E2B's user option).
+		"unknown user": {run("true"), "no-such-user-e2b", []string{"Authorization", "Basic bm8tc3VjaC11c2VyLWUyYjo="}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, _, _, err := h.stream("/process.Process/Start", c.req).collect()
+			_, _, _, err := h.stream("/process.Process/Start", c.req, c.headers...).collect()
 			if err == nil || err.Code != codeInvalidArgument || !strings.Contains(err.Message, c.want) {
 				t.Errorf("error %v, want invalid_argument naming %q", err, c.want)
 			}

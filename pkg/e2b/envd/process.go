@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -226,11 +227,19 @@ func (p *process) pump(table *processTable) {
 				p.fanout(held)
 			}
 			pending = nil
+		case ev.End != nil && !started:
+			// It never ran: what it wrote (a shell's or su's complaint) says why.
+			if ev.End.Error == nil {
+				var why []byte
+				for _, held := range pending {
+					why = append(append(why, held.Data.Stderr...), held.Data.Pty...)
+				}
+				msg := strings.TrimSpace(string(why[:min(len(why), 1024)]))
+				ev.End.Error = &msg
+			}
+			p.fanout(ev)
 		case ev.End != nil:
 			table.remove(p)
-			for _, held := range pending {
-				p.fanout(held)
-			}
 			p.fanout(ev)
 		case !started:
 			pending = append(pending, ev)

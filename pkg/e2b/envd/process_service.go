@@ -40,8 +40,12 @@ func (s *server) startRPC(ctx context.Context, c *call, req *startRequest, r *ht
 		}
 		if ev.End != nil {
 			msg := "the command could not be started"
-			if ev.End.Error != nil {
+			if ev.End.Error != nil && *ev.End.Error != "" {
 				msg += ": " + *ev.End.Error
+			}
+			if !ev.End.Exited {
+				// The exec stream itself failed: the sandbox is not reachable.
+				return errorf(codeUnavailable, "%s", msg)
 			}
 			return errorf(codeInvalidArgument, "%s", msg)
 		}
