@@ -62,21 +62,21 @@ func (s *Server) controlPlaneRoutes() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.connectV1)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
 	for path, what := range map[string]string{
-		"/sandboxes/{id}/":    "this sandbox operation (snapshots, forks, network updates, metrics, logs, refreshes)",
-		"/v2/sandboxes/{id}/": "this sandbox operation",
-		"/sandboxes/metrics":  "sandbox metrics",
-		"/templates":          "template builds",
-		"/templates/":         "template builds",
-		"/v2/templates":       "template builds",
-		"/v2/templates/":      "template builds",
-		"/v3/templates":       "template builds",
-		"/snapshots":          "snapshots",
-		"/volumes":            "volumes",
-		"/volumes/":           "volumes",
-		"/secrets":            "secrets",
-		"/secrets/":           "secrets",
-		"/teams":              "teams",
-		"/teams/":             "teams",
+		"/sandboxes/{id}/":       "this sandbox operation (snapshots, forks, network updates, metrics, logs, refreshes)",
+		"/v2/sandboxes/{id}/":    "this sandbox operation",
+		"GET /sandboxes/metrics": "sandbox metrics",
+		"/templates":             "template builds",
+		"/templates/":            "template builds",
+		"/v2/templates":          "template builds",
+		"/v2/templates/":         "template builds",
+		"/v3/templates":          "template builds",
+		"/snapshots":             "snapshots",
+		"/volumes":               "volumes",
+		"/volumes/":              "volumes",
+		"/secrets":               "secrets",
+		"/secrets/":              "secrets",
+		"/teams":                 "teams",
+		"/teams/":                "teams",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
 			writeError(w, http.StatusNotImplemented, what+" is not supported by sandbox-apiserver's E2B endpoint (docs/e2b.md)")

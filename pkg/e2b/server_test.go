@@ -4,9 +4,11 @@
 package e2b
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +46,31 @@ func TestRouting(t *testing.T) {
 		s.ServeHTTP(rec, req)
 		if plane != c.wantPlane || id != c.wantID || rec.Code != c.wantCode {
 			t.Errorf("host %q header %q: plane %q id %q code %d; want %q %q %d", c.host, c.header, plane, id, rec.Code, c.wantPlane, c.wantID, c.wantCode)
+		}
+	}
+}
+
+// TestControlPlaneRoutes: the routes register (ServeMux panics on conflicting patterns), paths
+// of features not served answer 501 and unknown ones 404, both in E2B's error shape.
+func TestControlPlaneRoutes(t *testing.T) {
+	mux := (&Server{}).controlPlaneRoutes()
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/sandboxes/metrics", 501},
+		{"PUT", "/sandboxes/e2b-x/network", 501},
+		{"POST", "/sandboxes/e2b-x/snapshots", 501},
+		{"POST", "/sandboxes/e2b-x/fork", 501},
+		{"GET", "/v2/sandboxes/e2b-x/logs", 501},
+		{"POST", "/v3/templates", 501},
+		{"GET", "/volumes", 501},
+		{"GET", "/nothing-here", 404},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.want || !strings.Contains(rec.Body.String(), fmt.Sprintf(`"code":%d`, c.want)) {
+			t.Errorf("%s %s: %d %s; want %d", c.method, c.path, rec.Code, rec.Body, c.want)
 		}
 	}
 }
