@@ -226,6 +226,10 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	// Its post-start hook must be added before PrepareRun installs the health checks.
+	if err := o.startE2B(server); err != nil {
+		return err
+	}
 	prepared := server.GenericAPIServer.PrepareRun()
 	// The health checks are those of the secure port, installed by PrepareRun.
 	serveProbes, err := o.Probes.Listen(server.GenericAPIServer.Handler.NonGoRestfulMux)
@@ -233,9 +237,6 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	serveProbes(ctx)
-	if err := o.startE2B(server); err != nil {
-		return err
-	}
 	return prepared.RunWithContext(ctx)
 }
 
