@@ -9,6 +9,23 @@
 // codec (connect.go) and plain Go structs in protobuf's JSON mapping (messages.go), written from
 // the schemas the SDK embeds, serve that without a protobuf toolchain or generated code.
 //
+// What a caller can count on:
+//   - A command runs as the container's own user, with the container's environment, the claim's
+//     spec.env and the request's envs (the request's win), in the user's home unless cwd says
+//     otherwise. The SDK's user option runs it as that user: as is when the container already
+//     runs as them, through su when it runs as root, refused otherwise.
+//   - A process is kept by the server that started it, which holds its exec stream: it outlives
+//     the Start request (background commands, disconnects) and is found by its pid (or tag) for
+//     Connect, List, SendInput, CloseStdin, Update and SendSignal. A signal goes to the process
+//     and all its descendants. A restart of the server drops its streams: the commands go on
+//     in the container but are no longer listed. Output is not buffered for later connects.
+//     With several replicas, a sandbox's data-plane requests must reach the same one (affinity
+//     on the E2b-Sandbox-Id header) for a process to be found again.
+//   - Relative paths are relative to the user's home (and "~/" is expanded). Uploads land in a
+//     temporary file moved into place once complete, so a refused or cut upload changes nothing.
+//   - The image needs /bin/sh with stat, find, cat, mkdir, mv, rm and kill (coreutils or busybox);
+//     /bin/bash, which the SDK asks for, falls back to /bin/sh when absent.
+//
 // Version is the envd version the SDK is told; it gates the SDK's features on it, so it is the
 // newest version whose features are all served here (0.5.7: closeStdin, octet-stream and gzip
 // uploads). Directory watching is answered "unimplemented"; file metadata (0.6.2) is not
