@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,16 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	s.exec = localExec(home)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
+	// Processes outlive requests by design; a test's own end ends them.
+	t.Cleanup(func() {
+		s.table.mu.Lock()
+		defer s.table.mu.Unlock()
+		for _, procs := range s.table.bySandbox {
+			for _, p := range procs {
+				_ = exec.Command("/bin/sh", "-c", killScript, "envd", "KILL", strconv.FormatUint(uint64(p.pid), 10)).Run()
+			}
+		}
+	})
 	return &harness{t: t, url: srv.URL, home: home}
 }
 
@@ -568,3 +579,34 @@ func must(t *testing.T, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// headerResolver resolves the sandbox named by the E2b-Sandbox-Id header, all of one key.
+type headerResolver struct{}
+
+func (headerResolver) Resolve(r *http.Request) (*Sandbox, error) {
+	return &Sandbox{ID: r.Header.Get("E2b-Sandbox-Id"), Namespace: "ns", Pod: "p", Container: "c", Key: "one-key"}, nil
+}
+
+func TestProcessLimitPerKeyAcrossSandboxes(t *testing.T) {
+	h := newHarness(t, Config{Resolver: headerResolver{}, MaxProcessesPerKey: 1})
+	first := h.stream("/process.Process/Start", run("sleep 300"), "E2b-Sandbox-Id", "a")
+	pid := first.started()
+	_, _, _, err := h.stream("/process.Process/Start", run("true"), "E2b-Sandbox-Id", "b").collect()
+	if err == nil || err.Code != codeResourceExhausted || !strings.Contains(err.Message, "API key") {
+		t.Fatalf("a process in another sandbox of the same key: %v, want resource_exhausted naming the key", err)
+	}
+	// Processes are kept per sandbox: a lists its own, b none.
+	for sandbox, want := range map[string]int{"a": 1, "b": 0} {
+		r, _ := http.NewRequest(http.MethodPost, h.url+"/process.Process/List", strings.NewReader("{}"))
+		r.Header.Set("Content-Type", contentTypeUnaryJSON)
+		r.Header.Set("E2b-Sandbox-Id", sandbox)
+		resp, err := http.DefaultClient.Do(r)
+		must(t, err)
+		var list listResponse
+		_ = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if len(list.Processes) != want || (want == 1 && list.Processes[0].Pid != pid) {
+			t.Errorf("sandbox %s lists %+v, want %d process(es)", sandbox, list.Processes, want)
+		}
+	}
+}

@@ -58,11 +58,15 @@ printf '\001envd-pid %d\n' $$ >&2
 exec "$@"`
 
 // killScript sends signal $1 to process $2 and all its descendants (found through /proc), so
-// that killing a shell also ends what it started and the exec stream closes.
+// that killing a shell also ends what it started and the exec stream closes. Each generation is
+// stopped before its children are looked for, so none can fork one that escapes; all are
+// continued after the signal, for those that handle it.
 const killScript = `sig=$1; root=$2
 [ -d "/proc/$root" ] || { printf 'process %s is not running\n' "$root" >&2; exit 10; }
-all=$root; frontier=$root
+all=; frontier=$root
 while [ -n "$frontier" ]; do
+  kill -s STOP $frontier 2>/dev/null
+  all="$all $frontier"
   next=
   for d in /proc/[0-9]*; do
     read -r line 2>/dev/null < "$d/stat" || continue
@@ -70,9 +74,10 @@ while [ -n "$frontier" ]; do
     set -- $rest
     for q in $frontier; do [ "$2" = "$q" ] && next="$next ${d#/proc/}"; done
   done
-  all="$all$next"; frontier=$next
+  frontier=$next
 done
 kill -s "$sig" $all 2>/dev/null
+kill -s CONT $all 2>/dev/null
 exit 0`
 
 // fsLib is the prelude of the filesystem scripts: abs sets p to a path made absolute against
