@@ -64,6 +64,7 @@ func (f fixedResolver) Resolve(*http.Request) (*Sandbox, error) { return f.sb, f
 
 type harness struct {
 	t    *testing.T
+	srv  *server
 	url  string
 	home string
 }
@@ -88,7 +89,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 			}
 		}
 	})
-	return &harness{t: t, url: srv.URL, home: home}
+	return &harness{t: t, srv: s, url: srv.URL, home: home}
 }
 
 // unary makes a unary Connect call and answers the HTTP status and decoded body.
@@ -609,4 +610,29 @@ func TestProcessLimitPerKeyAcrossSandboxes(t *testing.T) {
 			t.Errorf("sandbox %s lists %+v, want %d process(es)", sandbox, list.Processes, want)
 		}
 	}
+}
+
+// An image whose /bin/sh never reports the pid but floods its output is ended, not buffered.
+func TestStartWithoutPidIsBounded(t *testing.T) {
+	h := newHarness(t, Config{})
+	ended := make(chan struct{})
+	h.srv.exec = func(ctx context.Context, _ *Sandbox, req execRequest) error {
+		defer close(ended)
+		chunk := make([]byte, 32<<10)
+		for {
+			if _, err := req.Stdout.Write(chunk); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+			}
+		}
+	}
+	_, _, _, err := h.stream("/process.Process/Start", run("true")).collect()
+	if err == nil || err.Code != codeUnavailable || !strings.Contains(err.Message, "without reporting the process's pid") {
+		t.Fatalf("start without a pid: %v, want unavailable saying why", err)
+	}
+	<-ended
 }

@@ -26,6 +26,9 @@ import (
 // the process tree may hold its stdout) before the server closes it itself.
 const killGrace = 2 * time.Second
 
+// maxPendingBytes bounds the output held while waiting for a process's pid.
+const maxPendingBytes = 1 << 20
+
 // maxPTYSide bounds a terminal's columns and rows.
 const maxPTYSide = 10000
 
@@ -215,7 +218,8 @@ func (s *server) startProcess(sb *Sandbox, user string, req *startRequest) (*pro
 // its end.
 func (p *process) pump(table *processTable) {
 	var pending []processEvent
-	started := false
+	pendingBytes := 0
+	started, gaveUp := false, false
 	for ev := range p.events {
 		switch {
 		case ev.Start != nil:
@@ -229,7 +233,10 @@ func (p *process) pump(table *processTable) {
 			pending = nil
 		case ev.End != nil && !started:
 			// It never ran: what it wrote (a shell's or su's complaint) says why.
-			if ev.End.Error == nil {
+			if gaveUp {
+				msg := fmt.Sprintf("the sandbox's /bin/sh wrote %d bytes without reporting the process's pid; is it a POSIX shell?", pendingBytes)
+				ev.End.Error = &msg
+			} else if ev.End.Error == nil {
 				var why []byte
 				for _, held := range pending {
 					why = append(append(why, held.Data.Stderr...), held.Data.Pty...)
@@ -243,6 +250,12 @@ func (p *process) pump(table *processTable) {
 			p.fanout(ev)
 		case !started:
 			pending = append(pending, ev)
+			// A wrapper that never reports its pid (an image whose /bin/sh is not a shell) is
+			// ended rather than held in memory.
+			if pendingBytes += len(ev.Data.Stdout) + len(ev.Data.Stderr) + len(ev.Data.Pty); pendingBytes > maxPendingBytes && !gaveUp {
+				gaveUp = true
+				p.cancel()
+			}
 		default:
 			p.fanout(ev)
 		}
