@@ -14,8 +14,9 @@ import (
 )
 
 const (
-	// maxScriptOutput bounds what one filesystem call may answer (a deep listing).
-	maxScriptOutput = 32 << 20
+	// maxScriptOutput bounds what one filesystem call may answer (a deep listing: some 50,000
+	// entries), so that the streams a key may open cannot hold much of the server's memory.
+	maxScriptOutput = 8 << 20
 	maxScriptStderr = 64 << 10
 )
 
