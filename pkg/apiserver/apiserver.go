@@ -29,6 +29,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 	extensionsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/rest"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
@@ -104,6 +105,8 @@ type SandboxServer struct {
 	KubeConfig *restclient.Config
 	// Authorizer is the server's authorizer (delegated to the cluster's SubjectAccessReviews).
 	Authorizer authorizer.Authorizer
+	// Pods finds Sandboxes' pods in the server's cache of them; nil without a cluster.
+	Pods sandboxproxy.PodGetter
 }
 
 // New builds the server: both API groups from their storage (pkg/registry/<group>/rest), the
@@ -197,7 +200,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 	})
 	c.startControllers(generic, ours, chooser, binder.OneEtcd())
 	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser,
-		KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer}, nil
+		KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Pods: pods}, nil
 }
 
 // startControllers adds the post-start hook that runs the controllers, when they are configured:

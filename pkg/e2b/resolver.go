@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,11 +31,78 @@ type resolver struct{ s *Server }
 
 var _ envd.Resolver = resolver{}
 
+// resolvedTTL is how long a resolution is reused for the same token and sandbox: a command's
+// requests (start, stdin, kill, ...) come in bursts. Pausing, resuming and killing through the
+// endpoint forget it at once; a key revoked or a right taken away takes effect within it (the
+// server's authorizer caches allowed decisions longer, 10 s by default).
+const resolvedTTL = 2 * time.Second
+
+// resolvedCache holds recent resolutions by token and sandbox ID.
+type resolvedCache struct {
+	mu      sync.Mutex
+	entries map[string]resolvedEntry
+}
+
+type resolvedEntry struct {
+	sb      *envd.Sandbox
+	expires time.Time
+}
+
+func (c *resolvedCache) get(key string, now time.Time) *envd.Sandbox {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.After(e.expires) {
+		return nil
+	}
+	return e.sb
+}
+
+func (c *resolvedCache) put(key string, sb *envd.Sandbox, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]resolvedEntry{}
+	}
+	if len(c.entries) >= 4096 {
+		for k, e := range c.entries {
+			if now.After(e.expires) {
+				delete(c.entries, k)
+			}
+		}
+	}
+	c.entries[key] = resolvedEntry{sb: sb, expires: now.Add(resolvedTTL)}
+}
+
+// forget drops the resolutions of the sandbox name of namespace.
+func (c *resolvedCache) forget(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if e.sb.Namespace == namespace && e.sb.ID == name {
+			delete(c.entries, k)
+		}
+	}
+}
+
 func (res resolver) Resolve(r *http.Request) (*envd.Sandbox, error) {
-	s := res.s
-	ctx := r.Context()
 	name := r.Header.Get(sandboxIDHeader)
 	token := r.Header.Get(accessTokenHeader)
+	key := token + "\x00" + name
+	now := time.Now()
+	if sb := res.s.resolved.get(key, now); sb != nil {
+		return sb, nil
+	}
+	sb, err := res.resolve(r, name, token)
+	if err == nil {
+		res.s.resolved.put(key, sb, now)
+	}
+	return sb, err
+}
+
+func (res resolver) resolve(r *http.Request, name, token string) (*envd.Sandbox, error) {
+	s := res.s
+	ctx := r.Context()
 	if token == "" {
 		return nil, &envd.StatusError{Code: http.StatusUnauthorized, Message: "missing access token: send the sandbox's envdAccessToken in X-Access-Token"}
 	}
@@ -90,8 +159,14 @@ func (res resolver) Resolve(r *http.Request) (*envd.Sandbox, error) {
 // podOf is the running pod that sb's UID controls.
 func (s *Server) podOf(r *http.Request, sb *agentsv1beta1.Sandbox) (*corev1.Pod, error) {
 	notRunning := &envd.StatusError{Code: http.StatusBadGateway, Message: fmt.Sprintf("sandbox %q is not running", sb.Name)}
-	pod, err := s.kube.CoreV1().Pods(sb.Namespace).Get(r.Context(), podName(sb), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	var pod *corev1.Pod
+	var err error
+	if s.pods != nil {
+		pod, err = s.pods(sb.Namespace, podName(sb))
+	} else {
+		pod, err = s.kube.CoreV1().Pods(sb.Namespace).Get(r.Context(), podName(sb), metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) || (err == nil && pod == nil) {
 		return nil, notRunning
 	}
 	if err != nil {

@@ -131,7 +131,12 @@ func TestResolver(t *testing.T) {
 		}
 	}
 
+	// A right taken away holds once the resolution, reused for resolvedTTL, is forgotten.
 	s.authorizer = execAuthorizer{}
+	if _, err := resolve(s, "e2b-a", tokenA); err != nil {
+		t.Errorf("a resolution is not reused within its TTL: %v", err)
+	}
+	s.resolved.forget("ns-a", "e2b-a")
 	if _, err := resolve(s, "e2b-a", tokenA); statusOf(err) != http.StatusForbidden {
 		t.Errorf("without exec rights: %v, want 403", err)
 	}

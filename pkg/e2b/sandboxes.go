@@ -494,6 +494,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, "deleting the sandbox", err)
 		return
 	}
+	s.resolved.forget(claim.Namespace, claim.Name)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -587,15 +588,17 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.CreateTimeout)
 	defer cancel()
-	if err := s.setMode(ctx, sb, true); err != nil {
+	if err := s.setMode(ctx, claim, sb, true); err != nil {
 		writeAPIError(w, "pausing the sandbox", err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// setMode suspends (or wakes) sb with the server's rights and waits until it is so.
-func (s *Server) setMode(ctx context.Context, sb *agentsv1beta1.Sandbox, suspend bool) error {
+// setMode suspends (or wakes) sb with the server's rights and waits until it is so; the data
+// plane resolves the claim anew after it.
+func (s *Server) setMode(ctx context.Context, claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sandbox, suspend bool) error {
+	defer s.resolved.forget(claim.Namespace, claim.Name)
 	h, err := s.adminSDK.OpenSandbox(ctx, sb.Namespace, sb.Name)
 	if err != nil {
 		return err
@@ -642,7 +645,7 @@ func (s *Server) wake(w http.ResponseWriter, r *http.Request, timeoutRequired, o
 	if paused {
 		ctx, cancel := context.WithTimeout(r.Context(), s.opts.CreateTimeout)
 		defer cancel()
-		if err := s.setMode(ctx, sb, false); err != nil {
+		if err := s.setMode(ctx, claim, sb, false); err != nil {
 			writeAPIError(w, "resuming the sandbox", err)
 			return
 		}

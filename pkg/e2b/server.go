@@ -41,6 +41,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/e2b/envd"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/clientset/versioned"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/sdk/sandbox"
 )
 
@@ -69,6 +70,8 @@ type Config struct {
 	// outside a request to the API (exec, pause, resume): the server's delegated authorizer
 	// (SubjectAccessReview against the cluster's RBAC).
 	Authorizer authorizer.Authorizer
+	// Pods finds a sandbox's pod from the server's cache of them; nil asks the cluster.
+	Pods sandboxproxy.PodGetter
 }
 
 // Server is the E2B endpoint.
@@ -79,6 +82,8 @@ type Server struct {
 	admin      versioned.Interface
 	adminSDK   *sandbox.Client
 	kube       kubernetes.Interface
+	pods       sandboxproxy.PodGetter
+	resolved   resolvedCache
 	keys       *keyStore
 	keysSynced cache.InformerSynced
 	informers  informers.SharedInformerFactory
@@ -111,7 +116,7 @@ func New(c Config) (*Server, error) {
 		}))
 	secrets := factory.Core().V1().Secrets()
 	s := &Server{
-		opts: opts, authorizer: c.Authorizer, loopback: c.Loopback, admin: admin, adminSDK: adminSDK, kube: kube,
+		opts: opts, authorizer: c.Authorizer, loopback: c.Loopback, admin: admin, adminSDK: adminSDK, kube: kube, pods: c.Pods,
 		keys:       &keyStore{namespace: opts.KeysNamespace, secrets: secrets.Lister()},
 		keysSynced: secrets.Informer().HasSynced,
 		informers:  factory,

@@ -250,7 +250,7 @@ func (o *Options) startE2B(server *apiserver.SandboxServer) error {
 		return errors.New("the E2B endpoint needs the cluster's kube-apiserver (--kubeconfig)")
 	}
 	endpoint, err := e2b.New(e2b.Config{Options: o.E2B, Loopback: server.GenericAPIServer.LoopbackClientConfig,
-		Kube: server.KubeConfig, Authorizer: server.Authorizer})
+		Kube: server.KubeConfig, Authorizer: server.Authorizer, Pods: server.Pods})
 	if err != nil {
 		return err
 	}
