@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -204,12 +205,10 @@ func readStreamRequest(r *http.Request, into any) error {
 }
 
 func checkContentType(r *http.Request, want string) error {
-	got := r.Header.Get("Content-Type")
-	if i := bytes.IndexByte([]byte(got), ';'); i >= 0 {
-		got = got[:i]
-	}
-	if got != want {
-		return errorf(codeInvalidArgument, "content type %q is not served here; this call takes %q (Connect with JSON)", got, want)
+	full := r.Header.Get("Content-Type")
+	got, _, _ := strings.Cut(full, ";")
+	if strings.TrimSpace(got) != want {
+		return errorf(codeInvalidArgument, "content type %q is not served here; this call takes %q (Connect with JSON)", full, want)
 	}
 	return nil
 }

@@ -364,6 +364,13 @@ func TestMalformedRequestsGetClearErrors(t *testing.T) {
 	if status != http.StatusBadRequest || err == nil || !strings.Contains(err.Message, "SIGNAL_SIGHUP") {
 		t.Errorf("unknown signal: %d %v", status, err)
 	}
+	resp, postErr := http.Post(h.url+"/filesystem.Filesystem/Stat", "application/proto", strings.NewReader(""))
+	must(t, postErr)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "application/proto") {
+		t.Errorf("binary protobuf: %d %s, want 400 naming the content type", resp.StatusCode, body)
+	}
 	status, err = h.unary("/filesystem.Filesystem/WatchDir", pathRequest{Path: "/"}, nil)
 	if status != http.StatusNotImplemented || err == nil || err.Code != codeUnimplemented {
 		t.Errorf("watch: %d %v, want 501 unimplemented", status, err)
