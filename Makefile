@@ -106,6 +106,7 @@ tools:
 run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
+	hack/e2b-env.sh
 
 # Stops the plane, removes its volumes' data and undoes what its real node did to the host
 # (docs/local-plane.md).

@@ -41,7 +41,7 @@
 #   ETCD_PORT [2379] ETCD_PEER_PORT [2380] KUBE_APISERVER_PORT [6443]
 #   KUBE_CONTROLLER_MANAGER_PORT [10257] KUBE_SCHEDULER_PORT [10259]
 #   KWOK_PORT [10247] SANDBOX_ETCD_PORT [2381] SANDBOX_ETCD_PEER_PORT [2382]
-#   SANDBOX_APISERVER_PORT [8443]
+#   SANDBOX_APISERVER_PORT [8443] E2B_PORT [3049] (sandbox-apiserver's E2B endpoint)
 #   SANDBOX_APISERVER_BIN [_output/bin/sandbox-apiserver]
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd

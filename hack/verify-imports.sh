@@ -42,6 +42,11 @@ forbidden() {
         pkg/registry/*) echo "the controllers reach our kinds through the API, never a registry package" ;;
         pkg/sdk/* | pkg/apiserver* | pkg/cmd/* | pkg/mcpserver*) echo "the controllers import only the types, the shared helpers and each other" ;;
       esac ;;
+    pkg/e2b | pkg/e2b/*)
+      case "${to}" in
+        pkg/controllers | pkg/controllers/* | pkg/apiserver* | pkg/cmd/* | pkg/mcpserver*) echo "the E2B endpoint reaches our kinds through the API; the server assembles it" ;;
+        pkg/e2b) [[ "${from}" == pkg/e2b ]] || echo "the data plane is handed its Resolver: it does not import the control plane" ;;
+      esac ;;
     pkg/mcpserver* | cmd/kubectl-sandbox* | cmd/sandbox-mcp*)
       case "${to}" in
         pkg/registry/* | pkg/controllers | pkg/controllers/* | pkg/apiserver* | pkg/cmd/*) echo "the clients use the API through the SDK" ;;

@@ -11,6 +11,7 @@ import (
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -28,6 +29,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/claimbinding"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/common"
 	extensionsrest "github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/extensions/rest"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/trust"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/warm"
@@ -99,6 +101,12 @@ type SandboxServer struct {
 	// WarmChooser picks the warm members claims adopt, at create time and in the claim
 	// controller; nil when the claim controller is disabled.
 	WarmChooser *warm.Chooser
+	// KubeConfig reaches the cluster's kube-apiserver with the server's rights; nil without one.
+	KubeConfig *restclient.Config
+	// Authorizer is the server's authorizer (delegated to the cluster's SubjectAccessReviews).
+	Authorizer authorizer.Authorizer
+	// Pods finds Sandboxes' pods in the server's cache of them; nil without a cluster.
+	Pods sandboxproxy.PodGetter
 }
 
 // New builds the server: both API groups from their storage (pkg/registry/<group>/rest), the
@@ -191,7 +199,8 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		return nil
 	})
 	c.startControllers(generic, ours, chooser, binder.OneEtcd())
-	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser}, nil
+	return &SandboxServer{GenericAPIServer: generic, ClaimBinder: binder, ControllerIdentity: identity, Waker: waker, Ours: ours, WarmChooser: chooser,
+		KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Pods: pods}, nil
 }
 
 // startControllers adds the post-start hook that runs the controllers, when they are configured:

@@ -32,6 +32,7 @@ var deployObjects = []string{
 	"rolebinding.rbac.authorization.k8s.io/sandbox-apiserver:leader-election",
 	"clusterrole.rbac.authorization.k8s.io/sandbox-apiserver:aggregate-to-edit",
 	"clusterrole.rbac.authorization.k8s.io/sandbox-apiserver:aggregate-to-view",
+	"clusterrole.rbac.authorization.k8s.io/sandbox-apiserver:e2b-user",
 	"validatingadmissionpolicy.admissionregistration.k8s.io/sandbox-apiserver-children",
 	"validatingadmissionpolicybinding.admissionregistration.k8s.io/sandbox-apiserver-children",
 	"service/sandbox-etcd-peer",

@@ -251,8 +251,13 @@ func (c Config) Components() []Component {
 			"--etcd-certfile=" + c.Cert("sandbox-etcd-client.crt"),
 			"--etcd-keyfile=" + c.Cert("sandbox-etcd-client.key"),
 			"--proxy-allow-host-network-pods",
+			// The E2B endpoint, plain HTTP on loopback; its keys in sandbox-system (the Role in
+			// artifacts/local/rbac.yaml); hack/e2b-env.sh (make run) makes a demo key.
+			"--e2b-bind-address=" + local(c.E2BPort),
+			"--e2b-plain-http",
+			"--e2b-api-keys-namespace=sandbox-system",
 		}, c.SandboxAPIServerArgs...),
-		Ports: []int{c.SandboxAPIServerPort},
+		Ports: []int{c.SandboxAPIServerPort, c.E2BPort},
 		Ready: Probe{URL: "https://" + local(c.SandboxAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"), Body: "ok"},
 	}}
 }

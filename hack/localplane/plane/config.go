@@ -33,6 +33,8 @@ type Config struct {
 	SandboxEtcdPort, SandboxEtcdPeerPort int
 	SandboxAPIServerPort                 int
 	KubeletPort, KubeletHealthzPort      int
+	// E2BPort is sandbox-apiserver's E2B endpoint (docs/e2b.md), plain HTTP on 127.0.0.1.
+	E2BPort int
 
 	// SandboxAPIServerBin is the server's binary; SandboxAPIServerArgs extra flags for it.
 	SandboxAPIServerBin  string
@@ -85,6 +87,7 @@ func ConfigFromEnv(root string) (Config, error) {
 	c.SandboxEtcdPort = port("SANDBOX_ETCD_PORT", 2381)
 	c.SandboxEtcdPeerPort = port("SANDBOX_ETCD_PEER_PORT", 2382)
 	c.SandboxAPIServerPort = port("SANDBOX_APISERVER_PORT", 8443)
+	c.E2BPort = port("E2B_PORT", 3049)
 	c.KubeletPort = port("KUBELET_PORT", 10250)
 	c.KubeletHealthzPort = port("KUBELET_HEALTHZ_PORT", 10248)
 	c.SandboxAPIServerBin = envOr("SANDBOX_APISERVER_BIN", filepath.Join(root, "_output/bin/sandbox-apiserver"))
@@ -126,6 +129,7 @@ func (c Config) Shell() string {
 		{"KUBE_APISERVER_PORT", strconv.Itoa(c.KubeAPIServerPort)},
 		{"KWOK_PORT", strconv.Itoa(c.KwokPort)},
 		{"SANDBOX_APISERVER_PORT", strconv.Itoa(c.SandboxAPIServerPort)},
+		{"E2B_PORT", strconv.Itoa(c.E2BPort)},
 		{"SANDBOX_APISERVER_BIN", c.SandboxAPIServerBin},
 		{"KUBELET_PORT", strconv.Itoa(c.KubeletPort)},
 		{"KUBELET_HEALTHZ_PORT", strconv.Itoa(c.KubeletHealthzPort)},

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/apiserver"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/e2b"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/openapi"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
@@ -65,6 +67,8 @@ type Options struct {
 	ProxyIdentitySystemGroups []string
 	// Memory is the Go runtime's memory limit.
 	Memory *MemoryOptions
+	// E2B configures the E2B-compatible endpoint (off by default).
+	E2B *e2b.Options
 
 	// PrintVersion prints the version and exits.
 	PrintVersion bool
@@ -83,6 +87,7 @@ func NewOptions() *Options {
 		Wake:               sandboxwake.NewOptions(),
 		Probes:             NewProbeOptions(),
 		Memory:             NewMemoryOptions(),
+		E2B:                e2b.NewOptions(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = apiserver.StorageVersions
 	// Protobuf in etcd, as kube-apiserver stores its own kinds: smaller values and cheaper to
@@ -124,6 +129,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
 		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
 	o.Memory.AddFlags(fs)
+	o.E2B.AddFlags(fs)
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
 }
 
@@ -134,6 +140,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Probes.Validate()...)
 	errs = append(errs, o.Wake.Validate()...)
 	errs = append(errs, o.Memory.Validate()...)
+	errs = append(errs, o.E2B.Validate()...)
 	return utilerrors.NewAggregate(append(errs, o.Controllers.Validate()...))
 }
 
@@ -219,6 +226,10 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	// Its post-start hook must be added before PrepareRun installs the health checks.
+	if err := o.startE2B(server); err != nil {
+		return err
+	}
 	prepared := server.GenericAPIServer.PrepareRun()
 	// The health checks are those of the secure port, installed by PrepareRun.
 	serveProbes, err := o.Probes.Listen(server.GenericAPIServer.Handler.NonGoRestfulMux)
@@ -227,4 +238,32 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	serveProbes(ctx)
 	return prepared.RunWithContext(ctx)
+}
+
+// startE2B opens the E2B endpoint's listener, when it is on, and serves it once the server does
+// (it reaches the API through the loopback client).
+func (o *Options) startE2B(server *apiserver.SandboxServer) error {
+	if !o.E2B.Enabled() {
+		return nil
+	}
+	if server.KubeConfig == nil {
+		return errors.New("the E2B endpoint needs the cluster's kube-apiserver (--kubeconfig)")
+	}
+	endpoint, err := e2b.New(e2b.Config{Options: o.E2B, Loopback: server.GenericAPIServer.LoopbackClientConfig,
+		Kube: server.KubeConfig, Authorizer: server.Authorizer, Pods: server.Pods})
+	if err != nil {
+		return err
+	}
+	listener, err := endpoint.Listen()
+	if err != nil {
+		return err
+	}
+	return server.GenericAPIServer.AddPostStartHook("start-e2b-endpoint", func(hook genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := endpoint.Serve(hook.Context, listener); err != nil {
+				klog.ErrorS(err, "The E2B endpoint stopped")
+			}
+		}()
+		return nil
+	})
 }

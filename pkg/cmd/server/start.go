@@ -32,5 +32,6 @@ its data in --etcd-data-dir.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(newE2BKeyCommand())
 	return cmd
 }

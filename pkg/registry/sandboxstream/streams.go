@@ -209,12 +209,9 @@ func (s *Streams) podOf(sb *agents.Sandbox) (*corev1.Pod, error) {
 // containers, which may hold the template author's credentials, are never reached. None
 // requested: that one.
 func containerOf(kind schema.GroupKind, name string, pod *corev1.Pod, requested string) (string, error) {
-	if len(pod.Spec.Containers) == 0 {
+	open := OpenContainer(pod)
+	if open == "" {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s has no container", pod.Name))
-	}
-	open := pod.Spec.Containers[0].Name
-	if d := pod.Annotations[DefaultContainerAnnotation]; d != "" && slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == d }) {
-		open = d
 	}
 	if requested == "" {
 		return open, nil
@@ -223,6 +220,18 @@ func containerOf(kind schema.GroupKind, name string, pod *corev1.Pod, requested 
 		return "", apierrors.NewInvalid(kind, name, field.ErrorList{field.NotSupported(field.NewPath("container"), requested, []string{open})})
 	}
 	return requested, nil
+}
+
+// OpenContainer is the container of pod that its sandbox opens to its users (see containerOf),
+// "" when it has none.
+func OpenContainer(pod *corev1.Pod) string {
+	if len(pod.Spec.Containers) == 0 {
+		return ""
+	}
+	if d := pod.Annotations[DefaultContainerAnnotation]; d != "" && slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == d }) {
+		return d
+	}
+	return pod.Spec.Containers[0].Name
 }
 
 // requestResource is the resource and subresource the request is for, for errors.
