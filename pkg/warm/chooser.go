@@ -275,20 +275,30 @@ func (c *Chooser) next(bucket Bucket, template string, accept func(string) bool)
 }
 
 // madeByPool says whether the pool that controls sb, by its controller reference, is the pool of
-// that name in the cache (same UID) and names template: a claim is handed only a member the pool
-// controller made for that pool, never a Sandbox someone dressed up as one, and only from a pool
-// of the claim's own template. The member's template label is a 32-bit hash of the template's
+// that name in the cache (same UID) and made sb from template: a claim is handed only a member the
+// pool controller made for that pool, never a Sandbox someone dressed up as one, and only one made
+// from the claim's own template. The member's template label is a 32-bit hash of the template's
 // name, which the name of a template someone else made may share.
 func (c *Chooser) madeByPool(sb *agentsv1beta1.Sandbox, template string) bool {
 	pool := c.poolOf(sb)
-	return pool != nil && pool.Spec.TemplateRef.Name == template
+	return pool != nil && memberTemplate(sb, pool) == template
 }
 
-// ofAnotherTemplate says whether sb was made by a pool, the one in the cache, that names another
+// ofAnotherTemplate says whether sb was made by a pool, the one in the cache, from another
 // template than template.
 func (c *Chooser) ofAnotherTemplate(sb *agentsv1beta1.Sandbox, template string) bool {
 	pool := c.poolOf(sb)
-	return pool != nil && pool.Spec.TemplateRef.Name != template
+	return pool != nil && memberTemplate(sb, pool) != template
+}
+
+// memberTemplate is the template a pool's member was made from: the name its pool recorded on it
+// (a mark only the controllers write), else the pool's. Not the pool's alone: a member kept after
+// its pool moved to another template (OnReplenish) still serves claims of its own.
+func memberTemplate(sb *agentsv1beta1.Sandbox, pool *extensionsv1beta1.SandboxWarmPool) string {
+	if t := sb.Annotations[agentsv1beta1.SandboxTemplateRefAnnotation]; t != "" {
+		return t
+	}
+	return pool.Spec.TemplateRef.Name
 }
 
 // poolOf returns the cached pool that controls sb (its name and UID), nil when there is none.

@@ -158,6 +158,7 @@ func TestChooserChecksThePoolsTemplate(t *testing.T) {
 	colliding := member("c1", true)
 	colliding.Labels[extensionsv1beta1.WarmPoolSandboxLabel] = objectmeta.NameHash(collidingPool)
 	colliding.OwnerReferences[0].Name, colliding.OwnerReferences[0].UID = collidingPool, collidingPool+"-uid"
+	colliding.Annotations = map[string]string{agentsv1beta1.SandboxTemplateRefAnnotation: collidingTemplate}
 	c := startChooserWith(t, []*extensionsv1beta1.SandboxWarmPool{testPoolObject, poolOf(collidingPool, collidingTemplate)},
 		colliding, member("m1", true))
 
@@ -186,5 +187,35 @@ func TestChooserChecksThePoolsTemplate(t *testing.T) {
 	}
 	if got := offered(collidingTemplate, extensionsv1beta1.WarmPoolPolicyDefault); !slices.Equal(got, []string{"c1"}) {
 		t.Errorf("a claim of %s was offered %q, want its pool's c1", collidingTemplate, got)
+	}
+}
+
+// TestChooserKeepsMembersOfTheirOwnTemplate: a member kept after its pool moved to another
+// template (OnReplenish) still serves claims of the template it was made from, and not the
+// pool's new one.
+func TestChooserKeepsMembersOfTheirOwnTemplate(t *testing.T) {
+	const newTemplate = "other"
+	kept := member("m1", true)
+	kept.Annotations = map[string]string{agentsv1beta1.SandboxTemplateRefAnnotation: testTemplate}
+	c := startChooserWith(t, []*extensionsv1beta1.SandboxWarmPool{poolOf(testPool, newTemplate)}, kept)
+	offered := func(template string) []string {
+		claim := &extensionsv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "claim", UID: "claim-uid"},
+			Spec:       extensionsv1beta1.SandboxClaimSpec{TemplateRef: extensionsv1beta1.SandboxTemplateRef{Name: template}},
+		}
+		var got []string
+		if _, err := c.Offer(claim, extensionsv1beta1.WarmPoolPolicyDefault, 4, func(_ string, candidate *agentsv1beta1.Sandbox) (bool, error) {
+			got = append(got, candidate.Name)
+			return false, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := offered(newTemplate); len(got) != 0 {
+		t.Errorf("a claim of the pool's new template %s was offered %q, want nothing", newTemplate, got)
+	}
+	if got := offered(testTemplate); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("a claim of %s was offered %q, want the member made from it, m1", testTemplate, got)
 	}
 }

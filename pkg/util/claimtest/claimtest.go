@@ -334,7 +334,12 @@ func WarmMember(name, pool string, mods ...func(*agentsv1beta1.Sandbox)) *agents
 				extensionsv1beta1.SandboxTemplateRefHashLabel: TemplateHash,
 				agentsv1beta1.SandboxPodTemplateHashLabel:     "podtmpl1",
 			}
-			sb.Annotations = map[string]string{agentsv1beta1.SandboxTemplateRefAnnotation: TemplateName}
+			// The pool controller records the template a member is made from.
+			template := TemplateName
+			if pool == CollidingPoolName {
+				template = CollidingTemplateName
+			}
+			sb.Annotations = map[string]string{agentsv1beta1.SandboxTemplateRefAnnotation: template}
 			sb.Spec.PodTemplate.ObjectMeta = agentsv1beta1.PodMetadata{
 				Labels: map[string]string{
 					"app": "python", "tier": "sandbox",
