@@ -132,6 +132,7 @@ func ComputeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sand
 	if sb != nil {
 		sbReady = meta.FindStatusCondition(sb.Status.Conditions, sandboxReadyKey)
 	}
+	env := envUndelivered(claim)
 	switch {
 	case errors.As(err, &ce):
 		ready.Reason, ready.Message = ce.Reason, ce.Message
@@ -145,10 +146,9 @@ func ComputeStatus(claim *extensionsv1beta1.SandboxClaim, sb *agentsv1beta1.Sand
 		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxNotReady, "Sandbox "+sb.Name+" reports no readiness yet"
 	case sbReady.Reason == agentsv1beta1.SandboxReasonExpired:
 		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonSandboxExpired, sbReady.Message
-	case sbReady.Status == metav1.ConditionTrue && envUndelivered(claim) != nil:
+	case sbReady.Status == metav1.ConditionTrue && env != nil:
 		// Ready means delivered: a sandbox whose process lacks the claim's env is not yet the
 		// claim's to use.
-		env := envUndelivered(claim)
 		ready.Reason, ready.Message = extensionsv1beta1.ClaimReasonEnvPending, env.Message
 		if env.Reason == extensionsv1beta1.EnvReasonFailed {
 			ready.Reason = extensionsv1beta1.ClaimReasonEnvFailed
