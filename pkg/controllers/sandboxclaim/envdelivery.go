@@ -63,7 +63,8 @@ func (c *Controller) deliverEnv(ctx context.Context, claim *extensionsv1beta1.Sa
 	}
 	why := err.Error()
 	if len(why) > maxDeliveryMessage {
-		why = why[:maxDeliveryMessage] + "..."
+		// A cut may split a character of the command's output.
+		why = strings.ToValidUTF8(why[:maxDeliveryMessage], "") + "..."
 	}
 	if warmLaunch(sb) {
 		msg := fmt.Sprintf("Delivering the env to warm sandbox %s failed: %s; the sandbox is discarded and a new one is made with the env", sb.Name, why)
