@@ -1,45 +1,35 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Command local-plane is the Go side of the local plane (hack/local-up.sh, which builds it into
-// _output/bin and calls it):
+// Command local-plane runs the local plane (hack/local-up.sh builds it into _output/bin and
+// execs it with its command; see its header for what each does):
 //
-//	local-plane component names        the components, in start order (package plane's table)
-//	local-plane component start NAME   starts one unless it runs (its ports checked first) and
-//	                                   waits until it is ready
-//	local-plane component stop NAME    SIGTERM, then SIGKILL after STOP_TIMEOUT
-//	local-plane component kill NAME    SIGKILL at once
-//	local-plane component status NAME  says whether it runs (exit status 1 when not)
-//	local-plane component ports NAME   its ports
-//	local-plane component show NAME    its binary, flags, ports and log
-//	local-plane component check-ports NAME
-//	                                   fails when it does not run and another process holds one of
-//	                                   its ports
-//	local-plane volumes-dir            makes _output/local/volumes, the user's own with mode 0700,
-//	                                   or refuses one that is not
-//	local-plane shell                  the configuration as shell assignments, for the scripts
-//	local-plane credentials [node]     makes the plane's certificates (kept while good) and writes
-//	                                   its kubeconfigs; with node, the real node's kubelet's too
-//	local-plane node-config            writes containerd's, the CNI plugins' and kubelet's
-//	                                   configuration for the real node
-//	local-plane node-record            records the real node's host changes before containerd
-//	                                   starts (package hostchange), and makes its bridge
-//	local-plane node-restore           kills the node's containerd shims and undoes the journal,
-//	                                   newest first
-//	local-plane node-journal           prints the journal (what node-restore would undo)
+//	local-plane start|stop|status|restart
+//	local-plane start-sandbox-apiserver|stop-sandbox-apiserver|restart-sandbox-apiserver
+//	local-plane kill-sandbox-apiserver|start-sandbox-etcd|stop-sandbox-etcd
+//	local-plane restart-kube-apiserver|restart-kubelet|restart-containerd
+//
+// and the pieces the plane is made of, for debugging and the other scripts:
+//
+//	local-plane component names        the components, in the order of their table
+//	local-plane component status|ports|show NAME
+//	                                   whether it runs (exit status 1 when not), its ports, or
+//	                                   its binary, flags, ports and log
+//	local-plane node-journal           prints the journal of the real node's host changes (what
+//	                                   stop undoes)
 //	local-plane cert ca DIR NAME CN DAYS
 //	local-plane cert leaf DIR NAME CA CN ORG|- server|client|peer DAYS [SAN...]
 //	local-plane cert keypair DIR NAME  makes the CA, the leaf or the key pair in DIR unless a good
 //	                                   one is there (package certs); -renew makes leaves anew
 //
-// It reads the knobs of hack/local-up.sh from the environment (the *_PORT variables,
-// SANDBOX_APISERVER_BIN and _ARGS, NODE_NAME, NODE_POD_CIDR, NODE_BRIDGE, START_TIMEOUT, ...) and
-// works in the checkout given by -root (default: the current directory).
+// It reads the knobs of hack/local-up.sh from the environment (package plane's Config) and works
+// in the checkout given by -root (default: the current directory).
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -56,7 +46,7 @@ import (
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		if err != errNotRunning {
+		if !errors.Is(err, errNotRunning) && !errors.Is(err, plane.ErrReported) {
 			logf("ERROR: %v", err)
 		}
 		os.Exit(1)
@@ -64,14 +54,14 @@ func main() {
 }
 
 // errNotRunning is component status's answer for a component that does not run.
-var errNotRunning = fmt.Errorf("not running")
+var errNotRunning = errors.New("not running")
 
 // logf prints as hack/lib/common.sh's log does: a time stamp, to stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-const usage = "usage: local-plane [-root DIR] [-renew] shell|volumes-dir|component|credentials|node-config|node-record|node-restore|node-journal|cert ..."
+const usage = "usage: local-plane [-root DIR] [-renew] start|stop|status|restart|...|component|node-journal|cert ..."
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("local-plane", flag.ContinueOnError)
@@ -81,7 +71,7 @@ func run(args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf(usage)
+		return errors.New(usage)
 	}
 	if fs.Arg(0) == "cert" {
 		return cert(fs.Args()[1:], *renew)
@@ -94,37 +84,52 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case fs.Arg(0) == "shell" && fs.NArg() == 1:
-		fmt.Print(cfg.Shell())
-		return nil
-	case fs.Arg(0) == "node-config" && fs.NArg() == 1:
-		return cfg.WriteNodeConfig()
-	case fs.Arg(0) == "volumes-dir" && fs.NArg() == 1:
-		return plane.EnsureOwnDir(cfg.Volumes())
-	case fs.Arg(0) == "component":
+	if fs.Arg(0) == "component" {
 		return component(cfg, fs.Args()[1:])
-	case fs.Arg(0) == "credentials" && fs.NArg() <= 2:
-		node := fs.NArg() == 2 && fs.Arg(1) == "node"
-		if fs.NArg() == 2 && !node {
-			return fmt.Errorf("usage: local-plane credentials [node]")
-		}
-		return cfg.WriteCredentials(node, func(s string) { logf("certs: %s", s) })
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf(usage)
+		return errors.New(usage)
 	}
-	node := nodeConfig{Config: cfg, cgroupRoot: "/sys/fs/cgroup"}
-	journal, err := hostchange.Open(node.journalPath(), hostchange.Linux{})
-	if err != nil {
-		return err
-	}
-	switch fs.Arg(0) {
-	case "node-record":
-		return recordNode(node, journal)
-	case "node-restore":
-		return restoreNode(node, journal)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p := &plane.Plane{Config: cfg, Log: logf}
+	switch verb := fs.Arg(0); verb {
+	case "start":
+		return p.Start(ctx)
+	case "stop":
+		p.Stop()
+		return nil
+	case "restart":
+		p.Stop()
+		return p.Start(ctx)
+	case "status":
+		if !p.Status(ctx) {
+			return errNotRunning
+		}
+		return nil
+	case "start-sandbox-apiserver":
+		return p.StartServer(ctx)
+	case "stop-sandbox-apiserver", "stop-sandbox-etcd":
+		return p.StopComponent(strings.TrimPrefix(verb, "stop-"))
+	case "restart-sandbox-apiserver":
+		if err := p.StopComponent("sandbox-apiserver"); err != nil {
+			return err
+		}
+		return p.StartServer(ctx)
+	case "kill-sandbox-apiserver":
+		return p.KillComponent("sandbox-apiserver")
+	case "start-sandbox-etcd":
+		return p.StartComponent(ctx, "sandbox-etcd")
+	case "restart-kube-apiserver":
+		return p.RestartComponent(ctx, "kube-apiserver", "etcd", "run: hack/local-up.sh start")
+	case "restart-kubelet", "restart-containerd":
+		name := strings.TrimPrefix(verb, "restart-")
+		return p.RestartComponent(ctx, name, name, "no real node here: hack/local-up.sh status")
 	case "node-journal":
+		journal, err := hostchange.Open(cfg.JournalPath(), hostchange.Linux{})
+		if err != nil {
+			return err
+		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(journal.Changes())
@@ -142,22 +147,13 @@ func component(cfg plane.Config, args []string) error {
 		return nil
 	}
 	if len(args) != 2 {
-		return fmt.Errorf("usage: local-plane component names | start|stop|kill|status|ports|show|check-ports NAME")
+		return fmt.Errorf("usage: local-plane component names | status|ports|show NAME")
 	}
 	c, err := cfg.Component(args[1])
 	if err != nil {
 		return err
 	}
 	switch args[0] {
-	case "start":
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return r.Start(ctx, c)
-	case "stop":
-		r.Stop(c)
-		return nil
-	case "kill":
-		return r.Kill(c)
 	case "status":
 		state, ok := r.Status(c)
 		fmt.Println(state)
@@ -172,11 +168,6 @@ func component(cfg plane.Config, args []string) error {
 		}
 		fmt.Printf("ports: %v\nlog: %s\n", c.Ports, cfg.Log(c.Name))
 		return nil
-	case "check-ports":
-		if _, ok := r.Running(c); ok {
-			return nil
-		}
-		return r.CheckPorts(c)
 	case "ports":
 		ports := make([]string, len(c.Ports))
 		for i, p := range c.Ports {
@@ -186,40 +177,4 @@ func component(cfg plane.Config, args []string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown component command %q", args[0])
-}
-
-// recordNode records every change the node is about to make, and makes the bridge as it records
-// it (with the node's address, before kubelet, which serves there; the bridge plugin finds it and
-// adds the pods' ends).
-func recordNode(cfg nodeConfig, journal *hostchange.Journal) error {
-	for _, c := range cfg.nodeChanges() {
-		var err error
-		if c.Kind == hostchange.Interface {
-			err = journal.MakeBridge(c.Name, cfg.nodeAddr(), c.By)
-		} else {
-			_, err = journal.Record(c)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// restoreNode kills the runc shims of this plane's containerd (they outlive it by design), then
-// undoes the journal: the pods' processes killed and their cgroups removed, mounts unmounted, the
-// paths, bridge and chains the node made removed, sysctls set back.
-func restoreNode(cfg nodeConfig, journal *hostchange.Journal) error {
-	if journal.Empty() {
-		return nil
-	}
-	if err := killByExecutable(cfg.Tool("containerd-shim-runc-v2")); err != nil {
-		logf("WARNING: node: %v", err)
-	}
-	err := journal.Undo(func(s string) { logf("node: %s", s) })
-	if err != nil {
-		return fmt.Errorf("node: host not fully restored (left in %s for the next stop): %w", cfg.journalPath(), err)
-	}
-	logf("node: host restored (containers, mounts, bridge, cgroups, paths, iptables chains, sysctls)")
-	return nil
 }

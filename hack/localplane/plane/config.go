@@ -49,8 +49,34 @@ type Config struct {
 	// CNIBinDir holds the CNI plugins (Debian's).
 	CNIBinDir string
 
+	// LocalNode says whether start runs the real node: NodeAuto when it can (root on Linux, its
+	// binaries built), NodeOn insists, NodeOff never.
+	LocalNode NodeMode
+
+	// KwokNodes is the number of kwok's fake Nodes.
+	KwokNodes int
+	// SandboxWorkDir is where kwok runs the commands of exec on any pod; its container.log is
+	// what logs and attach stream.
+	SandboxWorkDir string
+	// PortForwardFirst..PortForwardLast: a pod's port P in that range forwards to 127.0.0.1:P.
+	PortForwardFirst, PortForwardLast int
+	// SkipSandboxAPIServer starts everything but sandbox-apiserver (a server started by hand).
+	SkipSandboxAPIServer bool
+
 	StartTimeout, StopTimeout time.Duration
+	// APIServiceTimeout bounds the wait for the APIServices to be Available, and again for
+	// kube-apiserver to serve their OpenAPI.
+	APIServiceTimeout time.Duration
 }
+
+// NodeMode is the LOCAL_NODE knob.
+type NodeMode string
+
+const (
+	NodeAuto NodeMode = "auto"
+	NodeOn   NodeMode = "true"
+	NodeOff  NodeMode = "false"
+)
 
 // ConfigFromEnv reads the configuration of the checkout root from the environment.
 func ConfigFromEnv(root string) (Config, error) {
@@ -109,6 +135,30 @@ func ConfigFromEnv(root string) (Config, error) {
 	}
 	c.StartTimeout = seconds("START_TIMEOUT", 90)
 	c.StopTimeout = seconds("STOP_TIMEOUT", 20)
+	c.APIServiceTimeout = seconds("APISERVICE_TIMEOUT", 120)
+	switch v := NodeMode(envOr("LOCAL_NODE", "auto")); v {
+	case NodeAuto, NodeOn, NodeOff:
+		c.LocalNode = v
+	default:
+		errs = append(errs, fmt.Sprintf("LOCAL_NODE: %q is not auto, true or false", v))
+	}
+	nodes := envOr("KWOK_NODES", "3")
+	if n, err := strconv.Atoi(nodes); err != nil || n < 0 || n > 1000 {
+		errs = append(errs, fmt.Sprintf("KWOK_NODES: %q is not a number of Nodes from 0 to 1000", nodes))
+	} else {
+		c.KwokNodes = n
+	}
+	c.SandboxWorkDir = envOr("SANDBOX_WORK_DIR", filepath.Join(c.Out, "sandbox-work"))
+	forwards := envOr("PORT_FORWARD_PORTS", "18000-18099")
+	first, last, ok := strings.Cut(forwards, "-")
+	f, err1 := strconv.Atoi(first)
+	l, err2 := strconv.Atoi(last)
+	if !ok || err1 != nil || err2 != nil || f < 1 || l > 65535 || f > l {
+		errs = append(errs, fmt.Sprintf("PORT_FORWARD_PORTS: %q is not FIRST-LAST, two TCP ports", forwards))
+	} else {
+		c.PortForwardFirst, c.PortForwardLast = f, l
+	}
+	c.SkipSandboxAPIServer = os.Getenv("SKIP_SANDBOX_APISERVER") != ""
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
@@ -120,31 +170,6 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-// Shell is the configuration the scripts read, as shell assignments (NAME='value'), for
-// hack/local-up.sh to source: the knobs' defaults live here alone.
-func (c Config) Shell() string {
-	vars := []struct{ name, value string }{
-		{"KUBE_APISERVER_PORT", strconv.Itoa(c.KubeAPIServerPort)},
-		{"KWOK_PORT", strconv.Itoa(c.KwokPort)},
-		{"SANDBOX_APISERVER_PORT", strconv.Itoa(c.SandboxAPIServerPort)},
-		{"E2B_PORT", strconv.Itoa(c.E2BPort)},
-		{"SANDBOX_APISERVER_BIN", c.SandboxAPIServerBin},
-		{"KUBELET_PORT", strconv.Itoa(c.KubeletPort)},
-		{"KUBELET_HEALTHZ_PORT", strconv.Itoa(c.KubeletHealthzPort)},
-		{"NODE_NAME", c.NodeName},
-		{"NODE_POD_CIDR", c.NodePodCIDR.String()},
-		{"NODE_BRIDGE", c.NodeBridge},
-		{"NODE_IP", c.NodeIP()},
-		{"CNI_BIN_DIR", c.CNIBinDir},
-		{"START_TIMEOUT", strconv.Itoa(int(c.StartTimeout.Seconds()))},
-	}
-	var b strings.Builder
-	for _, v := range vars {
-		fmt.Fprintf(&b, "%s='%s'\n", v.name, strings.ReplaceAll(v.value, "'", `'\''`))
-	}
-	return b.String()
 }
 
 // The plane's directories and files under Out.

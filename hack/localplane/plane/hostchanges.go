@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package plane
 
 import (
 	"net/netip"
@@ -10,20 +10,16 @@ import (
 	"strings"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/hostchange"
-	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/plane"
 )
 
-// nodeConfig is the plane's configuration as the real node's host changes see it.
-type nodeConfig struct {
-	plane.Config
-	// cgroupRoot is where the cgroup hierarchies are mounted.
-	cgroupRoot string
-}
+// JournalPath is the file of the journal of the real node's host changes.
+func (c Config) JournalPath() string { return filepath.Join(c.Out, "host-changes.json") }
 
-func (c nodeConfig) journalPath() string { return filepath.Join(c.Out, "host-changes.json") }
+// cgroupRoot is where the cgroup hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
 
 // nodeAddr is the node's address on the bridge, in CIDR notation.
-func (c nodeConfig) nodeAddr() string {
+func (c Config) nodeAddr() string {
 	return netip.PrefixFrom(c.NodePodCIDR.Addr().Next(), c.NodePodCIDR.Bits()).String()
 }
 
@@ -51,7 +47,7 @@ var (
 // them newest first tears down in the right order: the pods' processes (cgroups) before the
 // mounts they hold, the mounts before the directories, those before the bridge, chains and
 // sysctls. The bridge is the one the plane makes itself (recordNode).
-func (c nodeConfig) nodeChanges() []hostchange.Change {
+func (c Config) nodeChanges(cgroupRoot string) []hostchange.Change {
 	var out []hostchange.Change
 	for _, s := range nodeSysctls {
 		by := "kubelet"
@@ -75,7 +71,7 @@ func (c nodeConfig) nodeChanges() []hostchange.Change {
 	for _, p := range paths {
 		out = append(out, hostchange.Change{Kind: hostchange.Mounts, Name: p, By: "containerd, kubelet"})
 	}
-	for _, d := range c.cgroupDirs() {
+	for _, d := range cgroupDirs(cgroupRoot) {
 		out = append(out, hostchange.Change{Kind: hostchange.Cgroup, Name: d, By: "kubelet"})
 	}
 	return out
@@ -83,13 +79,13 @@ func (c nodeConfig) nodeChanges() []hostchange.Change {
 
 // cgroupDirs is where kubelet's pods cgroup is made: in every cgroup v1 hierarchy, or at the
 // cgroup v2 root.
-func (c nodeConfig) cgroupDirs() []string {
-	if _, err := os.Stat(filepath.Join(c.cgroupRoot, "cgroup.controllers")); err == nil {
-		if _, err := os.Stat(filepath.Join(c.cgroupRoot, "memory")); err != nil {
-			return []string{filepath.Join(c.cgroupRoot, nodeCgroup)}
+func cgroupDirs(root string) []string {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		if _, err := os.Stat(filepath.Join(root, "memory")); err != nil {
+			return []string{filepath.Join(root, nodeCgroup)}
 		}
 	}
-	entries, err := os.ReadDir(c.cgroupRoot)
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil
 	}
@@ -97,7 +93,7 @@ func (c nodeConfig) cgroupDirs() []string {
 	for _, e := range entries {
 		// cpu,cpuacct and its links cpu and cpuacct are one hierarchy: the links are skipped.
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 && !strings.HasPrefix(e.Name(), ".") {
-			dirs = append(dirs, filepath.Join(c.cgroupRoot, e.Name(), nodeCgroup))
+			dirs = append(dirs, filepath.Join(root, e.Name(), nodeCgroup))
 		}
 	}
 	return dirs

@@ -1,7 +1,7 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package plane
 
 import (
 	"net/netip"
@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/hostchange"
-	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/plane"
 )
 
 // The node's records come in the order its changes are made, so that undoing them newest first
@@ -26,9 +25,9 @@ func TestNodeChangesOrder(t *testing.T) {
 	}
 	// cpu and cpuacct are links to cpu,cpuacct: one hierarchy.
 	os.Symlink("cpu,cpuacct", filepath.Join(root, "cpu"))
-	cfg := nodeConfig{Config: plane.Config{Out: "/repo/_output/local", NodeBridge: "sandbox0", NodePodCIDR: netip.MustParsePrefix("10.88.0.0/24")}, cgroupRoot: root}
+	cfg := Config{Out: "/repo/_output/local", NodeBridge: "sandbox0", NodePodCIDR: netip.MustParsePrefix("10.88.0.0/24")}
 
-	changes := cfg.nodeChanges()
+	changes := cfg.nodeChanges(root)
 	last := map[hostchange.Kind]int{}
 	first := map[hostchange.Kind]int{}
 	var cgroups []string
@@ -66,8 +65,7 @@ func TestNodeCgroupV2(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
 	os.Mkdir(filepath.Join(root, "system.slice"), 0o755)
-	cfg := nodeConfig{cgroupRoot: root}
-	if got := cfg.cgroupDirs(); !slices.Equal(got, []string{filepath.Join(root, "kubepods")}) {
+	if got := cgroupDirs(root); !slices.Equal(got, []string{filepath.Join(root, "kubepods")}) {
 		t.Errorf("cgroup v2 dirs %v", got)
 	}
 }
