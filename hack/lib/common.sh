@@ -21,24 +21,6 @@ die() {
   exit 1
 }
 
-# port_in_use PORT: true when something listens on TCP PORT (any address).
-port_in_use() {
-  local port="$1"
-  if command -v ss >/dev/null 2>&1; then
-    [[ -n "$(ss -Hltn "sport = :${port}" 2>/dev/null)" ]]
-  else
-    (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null
-  fi
-}
-
-# port_owner PORT: a line describing the listener on PORT, when ss can tell.
-port_owner() {
-  local port="$1"
-  if command -v ss >/dev/null 2>&1; then
-    ss -Hltnp "sport = :${port}" 2>/dev/null | awk '{ $1 = $1; print }' | head -n 3
-  fi
-}
-
 # tools_cache: the root of the cache where the hack/ scripts keep what they build or fetch, each
 # under a key of its inputs (SANDBOX_TOOLS_CACHE overrides it).
 tools_cache() { echo "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/sandbox-apiserver/tools}"; }
@@ -46,8 +28,8 @@ tools_cache() { echo "${SANDBOX_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/s
 # digest_key: the cache key of what stdin holds (pins, sources, the toolchain).
 digest_key() { sha256sum | cut -c1-16; }
 
-# local_plane_build builds the Go side of the hack/ scripts (hack/localplane: the plane's
-# components, certificates and host change journal) into _output/bin/local-plane; go build
+# local_plane_build builds the Go side of the hack/ scripts (hack/localplane: the local plane, and
+# the certificates deploy-certs.sh makes) into _output/bin/local-plane; go build
 # answers from its cache when nothing changed. Scripts call it once, at their top level: a call in
 # $(...) would not remember it.
 LOCAL_PLANE_BUILT=""

@@ -38,8 +38,8 @@ const serviceCIDR = "10.0.0.0/24"
 
 // Components is the plane, in start order (stop runs it backwards): what each process runs and
 // how the plane knows it is ready. This table is the one place that says how the plane is made;
-// hack/local-up.sh writes the files it names (certificates, kubeconfigs, the node's
-// configuration) before it starts each.
+// startOrder (start.go) starts them in this order, writing the files they name (certificates,
+// kubeconfigs, the node's configuration) before each.
 func (c Config) Components() []Component {
 	port := func(p int) string { return strconv.Itoa(p) }
 	local := func(p int) string { return "127.0.0.1:" + port(p) }
@@ -102,7 +102,7 @@ func (c Config) Components() []Component {
 	}, {
 		// Quotas are recounted every 15s instead of 5m, so that the usage of a new ResourceQuota
 		// of our kinds shows soon after it is made. No node IPAM or lifecycle controllers: the
-		// Nodes' CIDRs and taints are set by hack/local-up.sh. Volumes come from
+		// Nodes' CIDRs and taints are set by the plane (kwok.go, node.go). Volumes come from
 		// local-path-provisioner, next.
 		Name:   "kube-controller-manager",
 		Binary: c.Tool("kube-controller-manager"),

@@ -1,12 +1,13 @@
 // Copyright The sandbox-apiserver Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package plane is the local control plane's typed configuration, its table of components
-// (components.go: what each runs, its flags, ports, readiness check and log) and the running of
-// one component: start (after checking its ports) until it is ready, stop (SIGTERM, then
-// SIGKILL), kill, status. hack/local-up.sh calls it through the local-plane command for every
-// component, in order, and does the rest (certificates, the cluster's objects, the real node's
-// configuration).
+// Package plane runs the local control plane (hack/local-up.sh, through the local-plane command):
+// its typed configuration (config.go), its table of components (components.go: what each runs,
+// its flags, ports, readiness check and log), the running of one component (process.go: start
+// until ready, stop, kill, status), the start order and the commands (start.go), the cluster
+// objects it makes (cluster.go, kwok.go, aggregation.go), the real node (node.go, nodeconfig.go,
+// hostchanges.go: what it does to the host, recorded by package hostchange) and the
+// certificates and kubeconfigs (credentials.go, made by package certs).
 package plane
 
 import (

@@ -21,7 +21,7 @@ import (
 // session, its output appended to its log and its process ID in its PID file.
 type Runner struct {
 	Config Config
-	// Log reports what it does, as hack/local-up.sh's log does.
+	// Log reports what it does, as hack/lib/common.sh's log does.
 	Log func(format string, args ...any)
 }
 
@@ -238,7 +238,7 @@ func waitGone(pid int, timeout time.Duration) bool {
 	return true
 }
 
-// Status says whether the component runs, as hack/local-up.sh status prints it.
+// Status says whether the component runs, as status prints it.
 func (r Runner) Status(c Component) (string, bool) {
 	if pid, ok := r.Running(c); ok {
 		return fmt.Sprintf("running (PID %d)", pid), true
