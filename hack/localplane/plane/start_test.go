@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +306,58 @@ func TestOpenAPIMissing(t *testing.T) {
 		"v3 extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool"}
 	if got := openAPIMissing(nil, noAlphaExtensions); !slices.Equal(got, want) {
 		t.Errorf("missing %v\nwant %v", got, want)
+	}
+}
+
+// A component that runs is left alone (what it reads is not written again, nothing depending on
+// it is redone); one that does not run has its prepare run first, and a failing prepare stops the
+// start before anything is launched.
+func TestStartComponentGivenWhatRuns(t *testing.T) {
+	root := t.TempDir()
+	cfg := Config{Root: root, Out: filepath.Join(root, "_output/local"), StartTimeout: 5 * time.Second, StopTimeout: time.Second}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	// The plane's etcd is a copy of sleep: a process of the component's binary.
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cfg.ToolsBin(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Tool("etcd"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cfg.Tool("etcd"), "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	if err := writeFile(cfg.Pidfile("etcd"), []byte(strconv.Itoa(cmd.Process.Pid))); err != nil {
+		t.Fatal(err)
+	}
+	p := &Plane{Config: cfg, Log: t.Logf}
+	var ran []string
+	record := func(what string, err error) func(context.Context) error {
+		return func(context.Context) error { ran = append(ran, what); return err }
+	}
+	if err := p.startComponent(context.Background(), step{component: "etcd", prepare: record("prepare etcd", nil),
+		after: record("after etcd", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Errorf("a running etcd: ran %v, want nothing", ran)
+	}
+	boom := errors.New("cannot write its configuration")
+	err = p.startComponent(context.Background(), step{component: "kube-apiserver", prepare: record("prepare kube-apiserver", boom),
+		after: record("after kube-apiserver", nil)})
+	if !errors.Is(err, boom) || !slices.Equal(ran, []string{"prepare kube-apiserver"}) {
+		t.Errorf("stopped kube-apiserver with a failing prepare: %v, ran %v", err, ran)
+	}
+	if _, err := os.Stat(cfg.Pidfile("kube-apiserver")); err == nil {
+		t.Error("kube-apiserver launched after its prepare failed")
 	}
 }
