@@ -230,28 +230,39 @@ func (p *Plane) updateTaints(ctx context.Context, node string, change func([]cor
 	}
 }
 
-// waitNodesReady waits until every Node named has condition Ready True, at most StartTimeout.
+// waitNodesReady waits until every Node named has condition Ready True, at most StartTimeout;
+// when one is not, it prints what each says.
 func (p *Plane) waitNodesReady(ctx context.Context, names ...string) error {
 	cl, err := p.cluster()
 	if err != nil {
 		return err
 	}
-	return poll(ctx, p.pollInterval(), p.Config.StartTimeout, func() (bool, error) {
-		for _, name := range names {
+	states := make([]string, len(names))
+	err = poll(ctx, p.pollInterval(), p.Config.StartTimeout, func() (bool, error) {
+		ready := true
+		for i, name := range names {
 			n, err := cl.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
-				return false, nil
+			if err != nil {
+				states[i], ready = fmt.Sprintf("%s: %v", name, err), false
+				continue
 			}
+			ok, state := nodeReady(n)
+			states[i], ready = name+": "+state, ready && ok
 		}
-		return true, nil
+		return ready, nil
 	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "    %s\n", strings.Join(states, "\n    "))
+	}
+	return err
 }
 
-func nodeReady(n *corev1.Node) bool {
+// nodeReady reads a Node's Ready condition: whether it is True, and what it says.
+func nodeReady(n *corev1.Node) (bool, string) {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+			return c.Status == corev1.ConditionTrue, fmt.Sprintf("Ready=%s %s", c.Status, c.Message)
 		}
 	}
-	return false
+	return false, "no Ready condition yet"
 }
