@@ -153,8 +153,8 @@ func (p *Plane) run(ctx context.Context, steps []step) error {
 		var err error
 		if s.component != "" {
 			err = p.startComponent(ctx, s)
-		} else {
-			err = s.do(ctx)
+		} else if err = s.do(ctx); err != nil && !errors.Is(err, ErrReported) {
+			err = fmt.Errorf("%s: %w", s.name, err)
 		}
 		if err != nil {
 			return err
