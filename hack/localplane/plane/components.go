@@ -57,8 +57,9 @@ func (c Config) Components() []Component {
 		Ready:  Probe{URL: "http://" + local(c.EtcdPort) + "/health", Contains: `"health":"true"`},
 	}, {
 		// The Endpoints of the "kubernetes" Service may not hold a loopback address, so with
-		// --advertise-address=127.0.0.1 the endpoint reconciler is off (nothing in a pod here
-		// dials the Service). PodNodeSelector and PodTolerationRestriction let a namespace's
+		// --advertise-address=127.0.0.1 the endpoint reconciler is off: on the real node the
+		// plane points the Service at the node's address, where socat forwards to kube-apiserver
+		// (network.go). PodNodeSelector and PodTolerationRestriction let a namespace's
 		// annotations place all its pods: the end-to-end tests of the API and the controllers
 		// put theirs on the kwok nodes that way.
 		Name:   "kube-apiserver",
