@@ -11,8 +11,11 @@
 # The local plane's real node (hack/local-up.sh runs it as root on Linux) needs
 # kubelet (from the same k8s.io/kubernetes pin), containerd, its runc shim and
 # ctr (hack/tools/containerd/go.mod), runc (hack/tools/runc/go.mod, with cgo
-# and libseccomp) and Debian's CNI plugins; those are built or installed too
-# where the node can run (root on Linux), or when LOCAL_NODE=true.
+# and libseccomp) and Debian's CNI plugins, and for its network kube-proxy (the
+# same k8s.io/kubernetes pin, in hack/tools/kube-proxy/go.mod), kube-router's
+# firewall (hack/tools/kube-router/go.mod), CoreDNS (hack/tools/coredns/go.mod)
+# and Debian's ipset and socat; those are built or installed too where the node
+# can run (root on Linux), or when LOCAL_NODE=true.
 #
 # Usage: hack/build-tools.sh [all|plane|node]   (default all)
 #
@@ -33,6 +36,8 @@ HELM_MOD="${ROOT}/hack/tools/helm"
 CONTAINERD_MOD="${ROOT}/hack/tools/containerd"
 RUNC_MOD="${ROOT}/hack/tools/runc"
 LOCAL_PATH_MOD="${ROOT}/hack/tools/local-path"
+KUBE_PROXY_MOD="${ROOT}/hack/tools/kube-proxy"
+KUBE_ROUTER_MOD="${ROOT}/hack/tools/kube-router"
 OUT_BIN="${ROOT}/_output/tools/bin"
 OUT_STAGES="${ROOT}/_output/tools/kwok-stages"
 
@@ -58,7 +63,8 @@ TOOLS=(
   "kwok|sigs.k8s.io/kwok/cmd/kwok"
 )
 
-# The real node's binaries, each from the module named first: kubelet from k8s.io/kubernetes
+# The real node's binaries, each from the module named first (a directory: a module of its own,
+# cached under its name and key): kubelet from k8s.io/kubernetes
 # (not imported in hack/tools/tools.go: that would add Windows-only modules to go.mod and with
 # them a new cache key for every tool).
 NODE_TOOLS=(
@@ -67,6 +73,9 @@ NODE_TOOLS=(
   "CONTAINERD_MOD|containerd-shim-runc-v2|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
   "CONTAINERD_MOD|ctr|github.com/containerd/containerd/v2/cmd/ctr"
   "RUNC_MOD|runc|github.com/opencontainers/runc"
+  "hack/tools/kube-proxy|kube-proxy|k8s.io/kubernetes/cmd/kube-proxy"
+  "hack/tools/kube-router|kube-router|github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
+  "hack/tools/coredns|coredns|github.com/coredns/coredns"
 )
 
 KWOK_STAGES=(
@@ -101,6 +110,7 @@ kube_ldflags() {
 
 ldflags_for() {
   case "$1" in
+    kube-router) echo "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(module_pin "${KUBE_ROUTER_MOD}" github.com/cloudnativelabs/kube-router/v2)" ;;
     kube-*|kubectl|kubelet) kube_ldflags ;;
     containerd*|ctr) echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$(module_pin "${CONTAINERD_MOD}" github.com/containerd/containerd/v2)" ;;
     local-path-provisioner) echo "-s -w -X main.VERSION=$(module_pin "${LOCAL_PATH_MOD}" github.com/rancher/local-path-provisioner)" ;;
@@ -199,8 +209,11 @@ build_plane_tools() {
 # own modules' keys (runc's also covers the libseccomp it links), Debian's CNI plugins and
 # libseccomp-dev from apt, then the node's images (hack/build-node-images.sh).
 build_node_tools() {
-  local cache_root="$1" cache_dir="$2" containerd_cache runc_cache entry mod
-  ensure_debs libseccomp-dev containernetworking-plugins
+  local cache_root="$1" cache_dir="$2" containerd_cache runc_cache entry mod moddir mod_cache
+  ensure_debs libseccomp-dev containernetworking-plugins ipset socat
+  # kube-proxy must be of the control plane's release: its module pins k8s.io/kubernetes again.
+  [[ "$(module_pin "${KUBE_PROXY_MOD}" k8s.io/kubernetes)" == "${KUBE_VERSION}" ]] ||
+    die "hack/tools/kube-proxy/go.mod pins k8s.io/kubernetes $(module_pin "${KUBE_PROXY_MOD}" k8s.io/kubernetes), hack/tools/go.mod ${KUBE_VERSION}: make them agree"
   containerd_cache="${cache_root}/containerd-$(cache_key "${CONTAINERD_MOD}")"
   runc_cache="${cache_root}/runc-$({ cache_key "${RUNC_MOD}"; dpkg-query -W -f='${Version}' libseccomp-dev; } | digest_key)"
   mkdir -p "${containerd_cache}" "${runc_cache}"
@@ -210,6 +223,12 @@ build_node_tools() {
       TOOLS_MOD) build_tool "${TOOLS_MOD}" "${cache_dir}" "${name}" "${pkg}" ;;
       CONTAINERD_MOD) build_tool "${CONTAINERD_MOD}" "${containerd_cache}" "${name}" "${pkg}" ;;
       RUNC_MOD) build_tool "${RUNC_MOD}" "${runc_cache}" "${name}" "${pkg}" ;;
+      *)
+        # One cache directory per module: kube-proxy-KEY, kube-router-KEY, coredns-KEY.
+        moddir="${ROOT}/${mod}"
+        mod_cache="${cache_root}/$(basename "${moddir}")-$(cache_key "${moddir}")"
+        mkdir -p "${mod_cache}"
+        build_tool "${moddir}" "${mod_cache}" "${name}" "${pkg}" ;;
     esac
   done
   SANDBOX_TOOLS_CACHE="${cache_root}" "${ROOT}/hack/build-node-images.sh"

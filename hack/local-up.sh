@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Local control plane: etcd, kube-apiserver, kube-controller-manager,
 # local-path-provisioner (the volumes), kube-scheduler, kwok (fake Nodes that run
-# Pods), a real node (containerd and kubelet: see docs/local-plane.md) when run
-# as root on Linux, sandbox-etcd (the etcd of
+# Pods), a real node (containerd and kubelet, with kube-proxy, kube-router's
+# NetworkPolicy firewall, CoreDNS and socat for the kubernetes Service: see
+# docs/local-plane.md) when run as root on Linux, sandbox-etcd (the etcd of
 # sandbox-apiserver alone) and sandbox-apiserver behind the aggregator, all as
 # background processes on 127.0.0.1 (kubelet on its bridge's address). They
 # start in this order and stop in the reverse one; stop also undoes what the
@@ -66,6 +67,9 @@
 #   NODE_POD_CIDR [10.88.0.0/24]  its pods' addresses; the first is the node's,
 #                             on the bridge NODE_BRIDGE [sandbox0]
 #   CNI_BIN_DIR [/usr/lib/cni]  Debian's CNI plugins
+#   KUBE_PROXY_HEALTHZ_PORT [10256] KUBE_PROXY_METRICS_PORT [10249]
+#   COREDNS_READY_PORT [8181]  the node's network components' own ports
+#                             (127.0.0.1)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -20,7 +20,7 @@ import (
 
 // hostSnapshot is what a user would compare on the machine before the plane starts and after
 // make down: the sysctls the node sets, the host paths it uses, every mount point, network
-// interface and top-level cgroup, the iptables rules, and the plane's directories.
+// interface and top-level cgroup, the iptables rules, the IP sets, and the plane's directories.
 type hostSnapshot map[string][]string
 
 // The sysctls and host paths the real node changes (docs/local-plane.md).
@@ -86,6 +86,14 @@ func takeHostSnapshot(t *testing.T) hostSnapshot {
 			}
 		}
 	}
+	// kube-router's firewall matches pods by IP sets.
+	if _, err := exec.LookPath("ipset"); err == nil {
+		out, err := exec.Command("ipset", "list", "-n").Output()
+		if err != nil {
+			t.Fatalf("ipset list -n: %v", err)
+		}
+		s["ipset"] = strings.Fields(string(out))
+	}
 	for k := range s {
 		slices.Sort(s[k])
 		s[k] = slices.Compact(s[k])
@@ -119,7 +127,8 @@ func (s hostSnapshot) diff(after hostSnapshot) []string {
 }
 
 // expectNoPlaneLeft fails t for each mark of the plane in s: its bridge, kubelet's cgroups, a
-// mount or directory of its own, a chain of kubelet or the CNI plugins.
+// mount or directory of its own, a chain of kubelet, kube-proxy, kube-router or the CNI plugins,
+// an IP set of kube-router.
 func expectNoPlaneLeft(t *testing.T, s hostSnapshot) {
 	t.Helper()
 	marks := map[string][]string{
@@ -129,6 +138,7 @@ func expectNoPlaneLeft(t *testing.T, s hostSnapshot) {
 		"path":           {filepath.Join(repoRoot, "_output"), "/var/lib/kubelet", "/var/log/pods"},
 		"iptables-save":  {"CNI-", "KUBE-"},
 		"ip6tables-save": {"CNI-", "KUBE-"},
+		"ipset":          {"KUBE-"},
 	}
 	for kind, subs := range marks {
 		for _, v := range s[kind] {
@@ -155,7 +165,8 @@ spec:
 `
 
 // TestPlaneStopRestoresHost: make down leaves the host as it was before the plane started (the
-// sysctls, paths, mounts, interfaces, cgroups and iptables rules, portmap's NAT chains included),
+// sysctls, paths, mounts, interfaces, cgroups, iptables rules and IP sets: portmap's NAT chains,
+// kube-proxy's Services and kube-router's NetworkPolicy chains and sets included),
 // and the plane's volumes live in its own owner-only directory: a volume's data outlives a
 // suspend and resume, and is gone after make down. It stops and starts the plane, so it does not
 // run in parallel with the others, and it leaves the plane running as it found it.
@@ -207,8 +218,15 @@ func TestPlaneStopRestoresHost(t *testing.T) {
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "pod/hostport", "--timeout=60s")
 	during := takeHostSnapshot(t)
 	if _, err := exec.LookPath("iptables-save"); err == nil {
-		if !slices.ContainsFunc(during["iptables-save"], func(l string) bool { return strings.Contains(l, "CNI-HOSTPORT-DNAT") }) {
-			t.Errorf("no CNI-HOSTPORT-DNAT chain while a hostPort pod runs: the test does not exercise portmap")
+		// portmap's, kube-proxy's and kube-router's chains, and kube-router's sets for the
+		// sandbox's NetworkPolicy.
+		for _, chain := range []string{"CNI-HOSTPORT-DNAT", "KUBE-SERVICES", "KUBE-ROUTER-FORWARD"} {
+			if !slices.ContainsFunc(during["iptables-save"], func(l string) bool { return strings.Contains(l, ":"+chain+" ") }) {
+				t.Errorf("no %s chain while the plane runs: the test does not exercise what makes it", chain)
+			}
+		}
+		if !slices.ContainsFunc(during["ipset"], func(s string) bool { return strings.HasPrefix(s, "KUBE-") }) {
+			t.Errorf("no IP set of kube-router while a sandbox's NetworkPolicy is enforced: %v", during["ipset"])
 		}
 	} else {
 		t.Log("iptables is not installed: portmap makes no chains, and none are compared")

@@ -436,20 +436,27 @@ func TestRealNodeNetwork(t *testing.T) {
 	if body := httpGetEventually(t, "http://"+line[strings.LastIndex(line, " ")+1:]+"/index.txt"); body != want {
 		t.Errorf("GET through kubectl sandbox proxy: %q; want %q", body, want)
 	}
-	httpClient, err := sb.HTTPClient("http")
+	// The client sends only the path and query, to the sandbox's port through the proxy.
+	if status, body := proxyGet(t, sb, "http", "/index.txt"); status != http.StatusOK || body != want {
+		t.Errorf("GET through the SDK's HTTP client: %d %q; want %q", status, body, want)
+	}
+}
+
+// proxyGet GETs path from sb's port through the proxy subresource with the SDK's HTTP client, as
+// sb's tenant, and returns the status and body.
+func proxyGet(t *testing.T, sb *sandbox.Sandbox, port, path string) (int, string) {
+	t.Helper()
+	httpClient, err := sb.HTTPClient(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The client sends only the path and query, to the sandbox's port through the proxy.
-	resp, err := httpClient.Get("http://sandbox/index.txt")
+	resp, err := httpClient.Get("http://sandbox" + path)
 	if err != nil {
-		t.Fatalf("GET through the SDK's HTTP client: %v", err)
+		t.Fatalf("%s: GET %s through the SDK's HTTP client: %v", sb, path, err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != want {
-		t.Errorf("GET through the SDK's HTTP client: %d %q; want %q", resp.StatusCode, body, want)
-	}
+	return resp.StatusCode, string(body)
 }
 
 // httpGetEventually GETs url until it answers 200 (a forward's first connection may race the

@@ -42,6 +42,10 @@ const (
 	// Present lists those that existed. Undone by deleting every other such chain and the rules
 	// that jump to it.
 	IptablesChains Kind = "iptables-chains"
+	// Ipsets: the IP sets whose names start with one of Prefixes; Present lists those that
+	// existed. Undone by destroying every other such set; a set is destroyed only once no rule
+	// uses it, so the iptables records must come after it in the journal (undone first).
+	Ipsets Kind = "ipsets"
 )
 
 // Change is one record of the journal.
@@ -57,10 +61,11 @@ type Change struct {
 	Existed bool `json:"existed,omitempty"`
 	// Before is a sysctl's value before the change.
 	Before string `json:"before,omitempty"`
-	// Prefixes are an iptables record's chain name prefixes.
+	// Prefixes are an iptables record's chain name prefixes, or an ipsets record's set name
+	// prefixes.
 	Prefixes []string `json:"prefixes,omitempty"`
 	// Present lists what existed before within a record of many things: the mounts below a
-	// directory, the chains of a table with the record's prefixes.
+	// directory, the chains of a table or the IP sets with the record's prefixes.
 	Present []string `json:"present,omitempty"`
 }
 

@@ -28,6 +28,8 @@ type fakeHost struct {
 	busy     map[string]int
 	tables   map[string]*savedTable // "COMMAND TABLE"
 	restored []string               // the iptables-restore inputs
+	// ipsets: the IP sets (nil: ipset not installed).
+	ipsets map[string]bool
 }
 
 func newFakeHost() *fakeHost {
@@ -211,5 +213,33 @@ func (h *fakeHost) IptablesRestore(command, input string) error {
 			return fmt.Errorf("unexpected line %q", line)
 		}
 	}
+	return nil
+}
+
+func (h *fakeHost) Ipsets() ([]string, error) {
+	if h.ipsets == nil {
+		return nil, ErrNoIpset
+	}
+	var names []string
+	for name := range h.ipsets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// DestroyIpset refuses a set that a rule still matches, as the kernel does.
+func (h *fakeHost) DestroyIpset(name string) error {
+	if !h.ipsets[name] {
+		return fmt.Errorf("ipset %s: no such set", name)
+	}
+	for _, t := range h.tables {
+		for _, r := range t.rules {
+			if strings.Contains(r, "--match-set "+name+" ") {
+				return fmt.Errorf("ipset %s: in use by %q", name, r)
+			}
+		}
+	}
+	delete(h.ipsets, name)
 	return nil
 }

@@ -41,11 +41,19 @@ type Host interface {
 	IptablesSave(command, table string) (string, error)
 	// IptablesRestore feeds input to `COMMAND-restore --noflush`.
 	IptablesRestore(command, input string) error
+	// Ipsets lists the names of the IP sets (`ipset list -n`); ErrNoIpset when ipset is not
+	// installed.
+	Ipsets() ([]string, error)
+	// DestroyIpset destroys the IP set name.
+	DestroyIpset(name string) error
 }
 
 // ErrNoIptables is IptablesSave's error when the command is not installed: nothing of it to
 // record or undo.
 var ErrNoIptables = errors.New("iptables command not installed")
+
+// ErrNoIpset is Ipsets' error when ipset is not installed: no set to record or undo.
+var ErrNoIpset = errors.New("ipset command not installed")
 
 // Journal is the record of the host changes of one plane, kept in a file.
 type Journal struct {
@@ -157,6 +165,13 @@ func (j *Journal) observe(c *Change) error {
 		c.Present = slices.DeleteFunc(parseIptablesSave(saved).chains, func(name string) bool {
 			return !hasPrefix(name, c.Prefixes)
 		})
+	case Ipsets:
+		var sets []string
+		sets, err = j.host.Ipsets()
+		if errors.Is(err, ErrNoIpset) {
+			return nil
+		}
+		c.Present = slices.DeleteFunc(sets, func(name string) bool { return !hasPrefix(name, c.Prefixes) })
 	default:
 		return fmt.Errorf("unknown kind %q", c.Kind)
 	}
@@ -217,6 +232,8 @@ func (j *Journal) undo(c Change) (done string, err error) {
 		return j.unmountNew(c)
 	case IptablesChains:
 		return j.deleteNewChains(c)
+	case Ipsets:
+		return j.destroyNewIpsets(c)
 	}
 	return "", fmt.Errorf("unknown kind %q", c.Kind)
 }
@@ -308,4 +325,25 @@ func (j *Journal) deleteNewChains(c Change) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s: deleted the %s chains %s", command, table, strings.Join(chains, " ")), nil
+}
+
+func (j *Journal) destroyNewIpsets(c Change) (string, error) {
+	sets, err := j.host.Ipsets()
+	if errors.Is(err, ErrNoIpset) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sets = slices.DeleteFunc(sets, func(name string) bool {
+		return !hasPrefix(name, c.Prefixes) || slices.Contains(c.Present, name)
+	})
+	if len(sets) == 0 {
+		return "", nil
+	}
+	var errs []error
+	for _, s := range sets {
+		errs = append(errs, j.host.DestroyIpset(s))
+	}
+	return fmt.Sprintf("destroyed the IP sets %s", strings.Join(sets, " ")), errors.Join(errs...)
 }

@@ -177,6 +177,23 @@ func TestUndoEachKind(t *testing.T) {
 		name:   "iptables not installed",
 		change: Change{Kind: IptablesChains, Name: nat, Prefixes: []string{"CNI-"}},
 		after:  func(t *testing.T, h *fakeHost) {},
+	}, {
+		name:   "the policy engine's IP sets, beside someone else's",
+		before: func(h *fakeHost) { h.ipsets = map[string]bool{"KUBE-SRC-OLD": true, "f2b-sshd": true} },
+		change: Change{Kind: Ipsets, Name: "ipset", Prefixes: []string{"KUBE-"}},
+		make: func(h *fakeHost) {
+			h.ipsets["KUBE-SRC-ABC"], h.ipsets["KUBE-DST-DEF"], h.ipsets["mine"] = true, true, true
+		},
+		after: func(t *testing.T, h *fakeHost) {
+			want := map[string]bool{"KUBE-SRC-OLD": true, "f2b-sshd": true, "mine": true}
+			if !reflect.DeepEqual(h.ipsets, want) {
+				t.Errorf("ipsets = %v, want %v", h.ipsets, want)
+			}
+		},
+	}, {
+		name:   "ipset not installed",
+		change: Change{Kind: Ipsets, Name: "ipset", Prefixes: []string{"KUBE-"}},
+		after:  func(t *testing.T, h *fakeHost) {},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -292,5 +309,27 @@ func TestSplitQuoted(t *testing.T) {
 	want := []string{"-A", "X", "-m", "comment", "--comment", `a "b" -j c`, "-j", "Y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("splitQuoted = %q, want %q", got, want)
+	}
+}
+
+// The IP sets are recorded before the chains whose rules match them: undone newest first, the
+// rules go before the sets, which the kernel would not destroy while a rule uses them.
+func TestIpsetsAfterTheirRules(t *testing.T) {
+	h := newFakeHost()
+	h.ipsets = map[string]bool{}
+	h.tables["iptables filter"] = &savedTable{chains: []string{"INPUT", "FORWARD", "OUTPUT"}}
+	j, _ := openJournal(t, h)
+	record(t, j, Change{Kind: Ipsets, Name: "ipset", Prefixes: []string{"KUBE-"}})
+	record(t, j, Change{Kind: IptablesChains, Name: "iptables filter", Prefixes: []string{"KUBE-"}})
+	filter := h.tables["iptables filter"]
+	h.ipsets["KUBE-DST-X"] = true
+	filter.chains = append(filter.chains, "KUBE-ROUTER-FORWARD", "KUBE-NWPLCY-X")
+	filter.rules = append(filter.rules,
+		"-A FORWARD -m comment --comment \"kube-router netpol\" -j KUBE-ROUTER-FORWARD",
+		"-A KUBE-ROUTER-FORWARD -j KUBE-NWPLCY-X",
+		"-A KUBE-NWPLCY-X -m set --match-set KUBE-DST-X dst -j MARK --set-xmark 0x10000/0x10000")
+	undo(t, j)
+	if len(h.ipsets) != 0 || len(filter.rules) != 0 || len(filter.chains) != 3 {
+		t.Errorf("left: ipsets %v, chains %v, rules %v", h.ipsets, filter.chains, filter.rules)
 	}
 }

@@ -214,6 +214,22 @@ func (Linux) IptablesRestore(command, input string) error {
 	return nil
 }
 
+func (Linux) Ipsets() ([]string, error) {
+	ipset, err := exec.LookPath("ipset")
+	if err != nil {
+		return nil, ErrNoIpset
+	}
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(ipset, "list", "-n")
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("ipset list -n: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.Fields(out.String()), nil
+}
+
+func (Linux) DestroyIpset(name string) error { return run("ipset", "destroy", name) }
+
 func run(name string, args ...string) error {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {

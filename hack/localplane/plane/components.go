@@ -33,7 +33,7 @@ func (c Config) Log(name string) string { return filepath.Join(c.Logs(), name+".
 // Pidfile holds the component's process ID while it runs.
 func (c Config) Pidfile(name string) string { return filepath.Join(c.Pids(), name+".pid") }
 
-// serviceCIDR holds the Services' cluster IPs; nothing routes them (there is no kube-proxy here).
+// serviceCIDR holds the Services' cluster IPs; kube-proxy routes them on the real node.
 const serviceCIDR = "10.0.0.0/24"
 
 // Components is the plane, in start order (stop runs it backwards): what each process runs and
@@ -48,7 +48,7 @@ func (c Config) Components() []Component {
 		return Probe{URL: "https://" + local(p) + "/healthz", Insecure: true, Body: "ok"}
 	}
 	kc := c.Kubeconfig
-	return []Component{{
+	return c.withNetwork([]Component{{
 		Name:   "etcd",
 		Binary: c.Tool("etcd"),
 		Args:   c.etcdArgs("local", "http", c.EtcdPort, c.EtcdPeerPort),
@@ -57,8 +57,9 @@ func (c Config) Components() []Component {
 		Ready:  Probe{URL: "http://" + local(c.EtcdPort) + "/health", Contains: `"health":"true"`},
 	}, {
 		// The Endpoints of the "kubernetes" Service may not hold a loopback address, so with
-		// --advertise-address=127.0.0.1 the endpoint reconciler is off (nothing in a pod here
-		// dials the Service). PodNodeSelector and PodTolerationRestriction let a namespace's
+		// --advertise-address=127.0.0.1 the endpoint reconciler is off: on the real node the
+		// plane points the Service at the node's address, where socat forwards to kube-apiserver
+		// (network.go). PodNodeSelector and PodTolerationRestriction let a namespace's
 		// annotations place all its pods: the end-to-end tests of the API and the controllers
 		// put theirs on the kwok nodes that way.
 		Name:   "kube-apiserver",
@@ -259,7 +260,7 @@ func (c Config) Components() []Component {
 		}, c.SandboxAPIServerArgs...),
 		Ports: []int{c.SandboxAPIServerPort, c.E2BPort},
 		Ready: Probe{URL: "https://" + local(c.SandboxAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"), Body: "ok"},
-	}}
+	}})
 }
 
 // etcdArgs are the flags of a single-member etcd named name (its data in Data()/DIR, where DIR is

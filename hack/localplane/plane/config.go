@@ -34,6 +34,9 @@ type Config struct {
 	SandboxEtcdPort, SandboxEtcdPeerPort int
 	SandboxAPIServerPort                 int
 	KubeletPort, KubeletHealthzPort      int
+	// The real node's network components' own ports, on 127.0.0.1 (network.go).
+	KubeProxyHealthzPort, KubeProxyMetricsPort int
+	CoreDNSReadyPort                           int
 	// E2BPort is sandbox-apiserver's E2B endpoint (docs/e2b.md), plain HTTP on 127.0.0.1.
 	E2BPort int
 
@@ -117,6 +120,9 @@ func ConfigFromEnv(root string) (Config, error) {
 	c.E2BPort = port("E2B_PORT", 3049)
 	c.KubeletPort = port("KUBELET_PORT", 10250)
 	c.KubeletHealthzPort = port("KUBELET_HEALTHZ_PORT", 10248)
+	c.KubeProxyHealthzPort = port("KUBE_PROXY_HEALTHZ_PORT", 10256)
+	c.KubeProxyMetricsPort = port("KUBE_PROXY_METRICS_PORT", 10249)
+	c.CoreDNSReadyPort = port("COREDNS_READY_PORT", 8181)
 	c.SandboxAPIServerBin = envOr("SANDBOX_APISERVER_BIN", filepath.Join(root, "_output/bin/sandbox-apiserver"))
 	c.SandboxAPIServerArgs = strings.Fields(os.Getenv("SANDBOX_APISERVER_ARGS"))
 	switch v := envOr("PROFILING", "false"); v {

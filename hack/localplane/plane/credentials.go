@@ -84,7 +84,12 @@ func (c Config) credentials(node bool) []credential {
 				kubeconfig: c.Kubeconfig("kubelet")},
 			// kubelet serves on the node's address; kube-apiserver verifies it with the cluster CA.
 			credential{leaf: leaf("kubelet-serving-"+c.NodeName, "ca", c.NodeName, "", certs.Server,
-				c.NodeIP(), c.NodeName, "localhost", "127.0.0.1")})
+				c.NodeIP(), c.NodeName, "localhost", "127.0.0.1")},
+			// The network components (network.go); kube-proxy's user is bound to Kubernetes' own
+			// system:node-proxier, the others to the roles of clusterObjects.
+			client("kube-proxy", "system:kube-proxy", ""),
+			client("kube-router", "system:kube-router", ""),
+			client("coredns", "system:coredns", ""))
 	}
 	return out
 }

@@ -37,10 +37,13 @@ var (
 	// nodeCgroup is kubelet's cgroup of pods, in every cgroup v1 hierarchy (or the v2 root).
 	nodeCgroup = "kubepods"
 	// nodeIptables: the tables and chain prefixes of kubelet's chains (KUBE-*: a hint and a
-	// canary) and the CNI plugins' (CNI-*: portmap's hostPort NAT, the bridge's masquerade).
+	// canary, kube-proxy's Services, kube-router's NetworkPolicies) and the CNI plugins' (CNI-*:
+	// portmap's hostPort NAT, the bridge's masquerade).
 	nodeIptablesCommands = []string{"iptables", "ip6tables"}
 	nodeIptablesTables   = []string{"filter", "nat", "mangle"}
 	nodeIptablesPrefixes = []string{"KUBE-", "CNI-"}
+	// nodeIpsetPrefixes: the prefix of the IP sets kube-router's firewall matches pods by.
+	nodeIpsetPrefixes = []string{"KUBE-"}
 )
 
 // nodeChanges lists the records of the node's changes in the order they are made, so undoing
@@ -56,10 +59,12 @@ func (c Config) nodeChanges(cgroupRoot string) []hostchange.Change {
 		}
 		out = append(out, hostchange.Change{Kind: hostchange.Sysctl, Name: s, By: by})
 	}
+	// Before the chains: undone after them, once no rule matches the sets.
+	out = append(out, hostchange.Change{Kind: hostchange.Ipsets, Name: "ipset", Prefixes: nodeIpsetPrefixes, By: "kube-router"})
 	for _, cmd := range nodeIptablesCommands {
 		for _, table := range nodeIptablesTables {
 			out = append(out, hostchange.Change{Kind: hostchange.IptablesChains, Name: cmd + " " + table,
-				Prefixes: nodeIptablesPrefixes, By: "kubelet, portmap"})
+				Prefixes: nodeIptablesPrefixes, By: "kubelet, portmap, kube-proxy, kube-router"})
 		}
 	}
 	// The bridge, which recordNode makes as it records it.

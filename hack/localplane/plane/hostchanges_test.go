@@ -40,7 +40,7 @@ func TestNodeChangesOrder(t *testing.T) {
 			cgroups = append(cgroups, c.Name)
 		}
 	}
-	order := []hostchange.Kind{hostchange.Sysctl, hostchange.IptablesChains, hostchange.Interface, hostchange.Path, hostchange.Mounts, hostchange.Cgroup}
+	order := []hostchange.Kind{hostchange.Sysctl, hostchange.Ipsets, hostchange.IptablesChains, hostchange.Interface, hostchange.Path, hostchange.Mounts, hostchange.Cgroup}
 	for i := 1; i < len(order); i++ {
 		if last[order[i-1]] > first[order[i]] {
 			t.Errorf("a %s record comes after a %s record: %v", order[i-1], order[i], changes)

@@ -53,7 +53,7 @@ var (
 )
 
 // nodeMissing lists what the real node needs and does not find: its binaries, images and CNI
-// plugins.
+// plugins, and its network's (networkMissing).
 func (c Config) nodeMissing() []string {
 	var missing []string
 	for _, t := range nodeTools {
@@ -71,7 +71,7 @@ func (c Config) nodeMissing() []string {
 			missing = append(missing, "CNI-"+t)
 		}
 	}
-	return missing
+	return append(missing, c.networkMissing()...)
 }
 
 func executable(path string) bool {
@@ -98,7 +98,7 @@ func whyNoNode(h nodeHost) string {
 		return "a real node needs root (containers, mounts, a bridge, cgroups)"
 	case len(h.missing) > 0:
 		return "missing " + strings.Join(h.missing, " ") +
-			" (run make tools as root; CNI: apt-get install containernetworking-plugins)"
+			" (run make tools as root: it builds them and installs Debian's CNI plugins, ipset and socat)"
 	case h.foreignKubelet:
 		return "another kubelet runs on this machine (one real node per machine)"
 	}
@@ -388,6 +388,6 @@ func (c Config) RestoreHost(log func(string, ...any)) error {
 	if err := journal.Undo(func(s string) { log("node: %s", s) }); err != nil {
 		return fmt.Errorf("node: host not fully restored (left in %s for the next stop): %w", c.JournalPath(), err)
 	}
-	log("node: host restored (containers, mounts, bridge, cgroups, paths, iptables chains, sysctls)")
+	log("node: host restored (containers, mounts, bridge, cgroups, paths, iptables chains, IP sets, sysctls)")
 	return nil
 }

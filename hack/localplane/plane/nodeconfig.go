@@ -18,12 +18,14 @@ var nodeFiles = []struct {
 	{"containerd/config.toml", template.Must(template.New("containerd").Parse(containerdConfig))},
 	{"cni/net.d/10-sandbox-local.conflist", template.Must(template.New("cni").Parse(cniConfig))},
 	{"kubelet-config.yaml", template.Must(template.New("kubelet").Parse(kubeletConfig))},
+	{"kube-proxy.yaml", template.Must(template.New("kube-proxy").Parse(kubeProxyConfig))},
+	{"coredns/Corefile", template.Must(template.New("coredns").Parse(corefile))},
 }
 
-// WriteNodeConfig writes containerd's, the CNI plugins' and kubelet's configuration under
-// NodeDir, and the directories they name.
+// WriteNodeConfig writes containerd's, the CNI plugins', kubelet's, kube-proxy's and CoreDNS's
+// configuration under NodeDir, and the directories they name.
 func (c Config) WriteNodeConfig() error {
-	for _, d := range []string{"containerd", "cni/net.d", "run", "kubelet"} {
+	for _, d := range []string{"containerd", "cni/net.d", "run", "kubelet", "coredns"} {
 		if err := os.MkdirAll(filepath.Join(c.NodeDir(), d), 0o755); err != nil {
 			return err
 		}
@@ -86,9 +88,10 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
   stream_server_port = '0'
 `
 
-// cniConfig: pods on the bridge, the node's address their gateway; host-local hands out the pod
-// CIDR (the Node's spec.podCIDR) and keeps its leases under the node's directory; portmap serves
-// hostPort. No masquerading: pods reach the host, not the outside.
+// cniConfig: pods on the bridge, the node's address their default gateway (so that the Services'
+// cluster IPs, which kube-proxy translates on the node, have a route); host-local hands out the
+// pod CIDR (the Node's spec.podCIDR) and keeps its leases under the node's directory; portmap
+// serves hostPort. No masquerading: pods reach the host, not the outside.
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "sandbox-local",
@@ -96,7 +99,7 @@ const cniConfig = `{
     {
       "type": "bridge",
       "bridge": "{{.NodeBridge}}",
-      "isGateway": true,
+      "isDefaultGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
@@ -146,4 +149,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 serializeImagePulls: false
+# CoreDNS, through the kube-dns Service (network.go).
+clusterDNS: [{{.ClusterDNSIP}}]
+clusterDomain: {{.ClusterDomain}}
 `

@@ -55,7 +55,8 @@ func TestStepsToRun(t *testing.T) {
 		want             []string
 	}{
 		{true, false, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
-			"kwok", "containerd", "kubelet", "sandbox-etcd", "sandbox-apiserver"}},
+			"kwok", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service",
+			"sandbox-etcd", "sandbox-apiserver"}},
 		{false, false, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
 			"kwok", "sandbox-etcd", "sandbox-apiserver"}},
 		{false, true, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
