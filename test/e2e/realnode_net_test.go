@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -344,5 +346,44 @@ func TestRealNodeNetworkPolicy(t *testing.T) {
 	}
 	if !strings.Contains(string(log), "/hello") {
 		t.Errorf("the victim's server did not log the friend's requests:\n%s", indent(string(log)))
+	}
+}
+
+// TestRealNodeUnsyncedPodFailsClosed: a pod kube-router has not synced yet has no network (the
+// plane drops its traffic) rather than an unfiltered one; once kube-router syncs it, the pod,
+// under no policy, reaches the node. kube-router is frozen (SIGSTOP) meanwhile, so the test does
+// not run beside the parallel ones.
+func TestRealNodeUnsyncedPodFailsClosed(t *testing.T) {
+	requireRealNode(t)
+	nodeIP := realNodeIP(t)
+	pidFile, err := os.ReadFile(filepath.Join(repoRoot, "_output/local/pids/kube-router.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := newRealNamespace(t)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("freezing kube-router: %v", err)
+	}
+	frozen := true
+	resume := func() {
+		if frozen {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			frozen = false
+		}
+	}
+	t.Cleanup(resume)
+	applyYAML(t, ns, fmt.Sprintf(sleeperPod, "fresh", "fresh"))
+	waitPodsReady(t, ns, "fresh")
+	if got := podProbe(t, ns, "fresh", dialProbe, nodeIP, "10250"); got == "open" {
+		t.Errorf("a pod kube-router has not synced reaches kubelet on the node: its traffic is not held")
+	}
+	resume()
+	waitPoliced(t, ns, "fresh")
+	if got := podProbe(t, ns, "fresh", dialProbe, nodeIP, "10250"); got != "open" {
+		t.Errorf("once kube-router synced it, the pod under no policy gets %s from kubelet's port; want open", got)
 	}
 }

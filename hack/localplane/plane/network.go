@@ -6,10 +6,12 @@ package plane
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/template"
 )
 
@@ -128,6 +130,55 @@ func (p *Plane) prepareNetwork(ctx context.Context) error {
 	}
 	_, err = cl.applyAll(ctx, objects)
 	return err
+}
+
+// unpolicedChain holds the rules that drop the traffic of the pods kube-router has not taken yet.
+// Its KUBE- prefix puts it in the node's iptables records (hostchanges.go): stop deletes it and the
+// rules that jump to it.
+const unpolicedChain = "KUBE-LOCAL-UNPOLICED"
+
+// guardUnpolicedPods makes unpolicedChain and jumps to it from the end of INPUT and FORWARD, before
+// kube-router starts. kube-router keeps its own jumps at the top of those chains and accepts or
+// rejects there all the traffic from and to every pod it has synced; what reaches the end from
+// or to the pods' addresses is a pod's it has not synced yet, which is dropped (but for answers on
+// connections let through): a new pod's traffic waits for its policies instead of passing
+// unfiltered.
+func (c Config) guardUnpolicedPods(ctx context.Context) error {
+	iptables := func(args ...string) error {
+		out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	if iptables("-n", "-L", unpolicedChain) != nil {
+		if err := iptables("-N", unpolicedChain); err != nil {
+			return err
+		}
+	}
+	cidr := c.NodePodCIDR.String()
+	comment := []string{"-m", "comment", "--comment", "local-plane: a pod kube-router has not synced yet"}
+	for _, args := range [][]string{
+		{"-F", unpolicedChain},
+		// Answers on connections that were let through (kubelet's probes of the pod), and the
+		// node's own traffic: its address is in the pods' range.
+		{"-A", unpolicedChain, "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "RETURN"},
+		{"-A", unpolicedChain, "-m", "addrtype", "--src-type", "LOCAL", "-j", "RETURN"},
+		append(append([]string{"-A", unpolicedChain, "-s", cidr}, comment...), "-j", "DROP"),
+		append(append([]string{"-A", unpolicedChain, "-d", cidr}, comment...), "-j", "DROP"),
+	} {
+		if err := iptables(args...); err != nil {
+			return err
+		}
+	}
+	for _, builtin := range []string{"INPUT", "FORWARD"} {
+		if iptables("-C", builtin, "-j", unpolicedChain) != nil {
+			if err := iptables("-A", builtin, "-j", unpolicedChain); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // clusterObjects is the YAML of the cluster objects the network components need: the roles of

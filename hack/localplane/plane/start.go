@@ -73,7 +73,7 @@ func (p *Plane) startOrder() []step {
 		{component: "containerd", prepare: p.prepareContainerd, after: p.afterContainerd},
 		{component: "kubelet", prepare: p.prepareKubelet, after: p.afterKubelet},
 		{component: "kube-proxy", prepare: p.prepareNetwork},
-		{component: "kube-router"},
+		{component: "kube-router", prepare: p.Config.guardUnpolicedPods},
 		{component: "coredns"},
 		{component: "kubernetes-service"},
 		{name: "taint kwok's Nodes", do: p.taintKwokNodes},
