@@ -49,9 +49,9 @@ type Config struct {
 
 // ProxyConfig configures the proxy subresources.
 type ProxyConfig struct {
-	// AllowHostNetworkPods lets the proxy reach Sandbox pods in the host network, whose address is
-	// the node's.
-	AllowHostNetworkPods bool
+	// HostNetwork are the nodes whose host-network Sandbox pods the proxy and the streams may
+	// reach: such a pod's address is its node's.
+	HostNetwork sandboxproxy.HostNetworkRanges
 	// IdentitySystemGroups are the system: groups the proxy passes in X-Sandbox-Group.
 	IdentitySystemGroups []string
 }
@@ -136,7 +136,7 @@ func (c CompletedConfig) New() (*SandboxServer, error) {
 		SandboxFinalizer: c.finalizer(controllers.Sandbox, agentsv1beta1.SandboxChildrenFinalizer),
 		Reach: agentsrest.Reach{
 			Pods: pods, KubeConfig: c.KubeConfig, Authorizer: c.GenericConfig.Authorization.Authorizer, Events: events,
-			AllowHostNetworkPods: c.Proxy.AllowHostNetworkPods, IdentitySystemGroups: c.Proxy.IdentitySystemGroups, Wake: c.Wake,
+			HostNetwork: c.Proxy.HostNetwork, IdentitySystemGroups: c.Proxy.IdentitySystemGroups, Wake: c.Wake,
 		},
 	})
 	if err != nil {

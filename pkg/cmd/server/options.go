@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,7 @@ import (
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/controllers/manager"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/e2b"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/generated/openapi"
+	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxproxy"
 	"github.com/sandbox-apiserver/sandbox-apiserver/pkg/registry/sandboxwake"
 )
 
@@ -61,8 +64,9 @@ type Options struct {
 	// Probes are the seed controller's plain metrics and health listeners.
 	Probes *ProbeOptions
 
-	// ProxyAllowHostNetworkPods lets sandboxes/proxy reach Sandbox pods in the host network.
-	ProxyAllowHostNetworkPods bool
+	// ProxyHostNetworkCIDRs are the address ranges of the nodes whose host-network Sandbox pods the
+	// proxy and the streams may reach.
+	ProxyHostNetworkCIDRs []net.IPNet
 	// ProxyIdentitySystemGroups are the system: groups the proxy passes to sandboxes.
 	ProxyIdentitySystemGroups []string
 	// Memory is the Go runtime's memory limit.
@@ -126,8 +130,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Probes.AddFlags(fs)
 	fs.StringSliceVar(&o.ProxyIdentitySystemGroups, "proxy-identity-system-groups", o.ProxyIdentitySystemGroups,
 		"Groups of Kubernetes' own (system:...) that sandboxes/proxy passes to sandboxes in X-Sandbox-Group, e.g. system:authenticated. Others of that prefix (system:masters, system:nodes ...) never reach sandbox code.")
-	fs.BoolVar(&o.ProxyAllowHostNetworkPods, "proxy-allow-host-network-pods", o.ProxyAllowHostNetworkPods,
-		"Let sandboxes/proxy and sandboxclaims/proxy reach a Sandbox whose pod runs in the host network. Such a pod's address is its node's, so the proxy could reach any port the node listens on that the pod declares; off by default.")
+	fs.IPNetSliceVar(&o.ProxyHostNetworkCIDRs, strings.TrimPrefix(sandboxproxy.HostNetworkFlag, "--"), o.ProxyHostNetworkCIDRs,
+		"Address ranges (CIDRs) of the nodes whose host-network Sandbox pods sandboxes/proxy, sandboxclaims/proxy, exec, attach and portforward may reach. "+
+			"Such a pod's address and network namespace are its node's, so whatever the node serves on a port the pod declares is reachable through it: "+
+			"name only nodes that serve nothing else. None by default; loopback, link-local, multicast and unspecified addresses are never reached.")
 	o.Memory.AddFlags(fs)
 	o.E2B.AddFlags(fs)
 	fs.BoolVar(&o.PrintVersion, "version", o.PrintVersion, "Print the version and exit.")
@@ -213,7 +219,7 @@ func (o *Options) newServer() (*apiserver.SandboxServer, error) {
 	o.EtcdOutage.ApplyTo(config, o.RecommendedOptions.Etcd, probe)
 	config.BuildHandlerChainFunc = apiserver.WithFrontProxyReady(config.BuildHandlerChainFunc)
 	return (&apiserver.Config{GenericConfig: config, Controllers: o.Controllers, Wake: o.Wake,
-		Proxy: apiserver.ProxyConfig{AllowHostNetworkPods: o.ProxyAllowHostNetworkPods, IdentitySystemGroups: o.ProxyIdentitySystemGroups}}).Complete().New()
+		Proxy: apiserver.ProxyConfig{HostNetwork: hostNetworkRanges(o.ProxyHostNetworkCIDRs), IdentitySystemGroups: o.ProxyIdentitySystemGroups}}).Complete().New()
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
@@ -266,4 +272,15 @@ func (o *Options) startE2B(server *apiserver.SandboxServer) error {
 		}()
 		return nil
 	})
+}
+
+// hostNetworkRanges converts the flag's CIDRs (already parsed by the flag set) to prefixes.
+func hostNetworkRanges(cidrs []net.IPNet) sandboxproxy.HostNetworkRanges {
+	var out sandboxproxy.HostNetworkRanges
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c.String()); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
 }

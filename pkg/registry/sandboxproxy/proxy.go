@@ -33,8 +33,8 @@ type Proxy struct {
 	// Waker wakes suspended sandboxes and records activity; nil: a sandbox that is not running
 	// gets a 503.
 	Waker Waker
-	// AllowHostNetworkPods lets the proxy reach pods in the host network, at the node's address.
-	AllowHostNetworkPods bool
+	// HostNetwork are the nodes whose host-network pods the proxy may reach (none by default).
+	HostNetwork HostNetworkRanges
 	// IdentitySystemGroups are the system: groups passed to the sandbox in X-Sandbox-Group;
 	// others of that prefix never are.
 	IdentitySystemGroups []string
@@ -72,7 +72,7 @@ func (p *Proxy) Connect(ctx context.Context, sb *agents.Sandbox, port, path stri
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("finding the pod of sandbox %s/%s: %w", sb.Namespace, sb.Name, err))
 	}
-	location, err := Target(sb, pod, port, p.AllowHostNetworkPods)
+	location, err := Target(sb, pod, port, p.HostNetwork)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -40,25 +39,20 @@ func (w *countingWaker) Begin(*agents.Sandbox) func() {
 	return func() { w.ended++ }
 }
 
-// TestConnectForwardsToThePodOnly serves the "sandbox" on 127.0.0.1 as a host network pod and
-// proxies to it: method, body, status, path and identity arrive as the rules say.
+// TestConnectForwardsToThePodOnly serves the "sandbox" at an address of this machine, as a pod's,
+// and proxies to it: method, body, status, path and identity arrive as the rules say.
 func TestConnectForwardsToThePodOnly(t *testing.T) {
 	type seen struct{ method, rawPath, body, user, auth string }
 	got := make(chan seen, 1)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pod := podServing(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got <- seen{r.Method, r.URL.RequestURI(), string(body), r.Header.Get(UserHeader), r.Header.Get("Authorization")}
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "made")
 	}))
-	defer backend.Close()
-	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
-	port, _ := strconv.Atoi(portText)
-	pod := hostNetwork(readyPod())
-	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(port)
 
 	waker := &countingWaker{}
-	p := &Proxy{Pods: func(ns, name string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, Waker: waker}
+	p := &Proxy{Pods: func(ns, name string) (*corev1.Pod, error) { return pod, nil }, Waker: waker}
 	ctx := genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "alice"})
 
 	for _, path := range []string{"/items?x=1", "//evil:80/", "http://169.254.169.254/latest"} {
@@ -123,16 +117,11 @@ func (r recordingResponder) Error(err error)            { r.err <- err }
 // Retry-After and never reaches the sandbox; once one ends, the next gets through.
 func TestConnectionsPerSandboxBounded(t *testing.T) {
 	arrived, release := make(chan struct{}, 2), make(chan struct{})
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pod := podServing(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		<-release
 	}))
-	defer backend.Close()
-	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
-	port, _ := strconv.Atoi(portText)
-	pod := hostNetwork(readyPod())
-	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(port)
-	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return pod, nil }, AllowHostNetworkPods: true, Connections: &ConnectionLimit{What: "requests", PerSandbox: 1}}
+	p := &Proxy{Pods: func(string, string) (*corev1.Pod, error) { return pod, nil }, Connections: &ConnectionLimit{What: "requests", PerSandbox: 1}}
 	refused := recordingResponder{err: make(chan error, 1)}
 	serve := func(r rest.Responder) {
 		handler, err := p.Connect(context.Background(), testSandbox(), "http", "/", r)
@@ -157,4 +146,37 @@ func TestConnectionsPerSandboxBounded(t *testing.T) {
 	if len(arrived) != 1 {
 		t.Errorf("%d requests waiting at the sandbox after the first ended, want the one let through", len(arrived))
 	}
+}
+
+// podServing serves handler at a non-loopback address of this machine (the proxy never dials
+// loopback) and returns a ready pod with that address, declaring the port as "http". Without
+// such an address the test is skipped.
+func podServing(t *testing.T, handler http.Handler) *corev1.Pod {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+			ip = n.IP
+			break
+		}
+	}
+	if ip == nil {
+		t.Skip("this machine has no non-loopback IPv4 address to serve the pod at")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := httptest.NewUnstartedServer(handler)
+	backend.Listener = l
+	backend.Start()
+	t.Cleanup(backend.Close)
+	pod := readyPod()
+	pod.Status.PodIP = ip.String()
+	pod.Spec.Containers[1].Ports[1].ContainerPort = int32(l.Addr().(*net.TCPAddr).Port)
+	return pod
 }

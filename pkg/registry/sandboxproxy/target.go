@@ -5,8 +5,9 @@ package sandboxproxy
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -61,9 +62,9 @@ func PodName(sb *agents.Sandbox) string {
 // a port the pod's containers declare, over plain HTTP. Nothing from the request but the port
 // (checked against the declared ones) and the path decides it. The pod must be controlled by the
 // Sandbox (its UID, not its name) and be Running and Ready; a pod in the host network is
-// refused unless allowHostNetwork, since its address is the node's and every node port would be
-// reachable through it.
-func Target(sb *agents.Sandbox, pod *corev1.Pod, port string, allowHostNetwork bool) (*url.URL, error) {
+// refused unless hostNetwork lets its node's address be reached, since every port of its node
+// would be reachable through it.
+func Target(sb *agents.Sandbox, pod *corev1.Pod, port string, hostNetwork HostNetworkRanges) (*url.URL, error) {
 	if pod == nil {
 		return nil, notRunning(sb, "its pod does not exist")
 	}
@@ -73,15 +74,14 @@ func Target(sb *agents.Sandbox, pod *corev1.Pod, port string, allowHostNetwork b
 	if ready, why := podReady(pod); !ready {
 		return nil, notRunning(sb, why)
 	}
-	if pod.Spec.HostNetwork && !allowHostNetwork {
-		return nil, apierrors.NewForbidden(agents.Resource("sandboxes/proxy"), sb.Name,
-			fmt.Errorf("its pod runs in the host network, so its address is the node's; this server does not proxy to such pods (--proxy-allow-host-network-pods)"))
-	}
-	ip := net.ParseIP(pod.Status.PodIP)
-	if ip == nil {
+	ip, err := netip.ParseAddr(pod.Status.PodIP)
+	if err != nil {
 		return nil, notRunning(sb, "its pod has no IP")
 	}
-	if ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsMulticast() || (ip.IsLoopback() && !pod.Spec.HostNetwork) {
+	if why := hostNetwork.Refusal(pod); why != "" {
+		return nil, apierrors.NewForbidden(agents.Resource("sandboxes/proxy"), sb.Name, errors.New(why))
+	}
+	if ip = ip.Unmap(); neverReached(ip) {
 		return nil, apierrors.NewForbidden(agents.Resource("sandboxes/proxy"), sb.Name,
 			fmt.Errorf("its pod's address %s is not one this server proxies to", ip))
 	}
@@ -89,7 +89,7 @@ func Target(sb *agents.Sandbox, pod *corev1.Pod, port string, allowHostNetwork b
 	if err != nil {
 		return nil, err
 	}
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(int(number)))}, nil
+	return &url.URL{Scheme: "http", Host: netip.AddrPortFrom(ip, uint16(number)).String()}, nil
 }
 
 // declaredPort resolves port (a number, a name or "" for the first) against the TCP ports the

@@ -5,6 +5,7 @@ package sandboxproxy
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -45,11 +46,11 @@ func readyPod() *corev1.Pod {
 
 func TestTarget(t *testing.T) {
 	tests := []struct {
-		name             string
-		pod              func(*corev1.Pod) *corev1.Pod
-		port             string
-		allowHostNetwork bool
-		want             string
+		name        string
+		pod         func(*corev1.Pod) *corev1.Pod
+		port        string
+		hostNetwork HostNetworkRanges
+		want        string
 		// wantCode is the HTTP status of the refusal; wantMessage a part of its message.
 		wantCode    int32
 		wantMessage string
@@ -76,11 +77,20 @@ func TestTarget(t *testing.T) {
 			wantCode: http.StatusServiceUnavailable, wantMessage: "terminating"},
 		{name: "pod without IP", pod: func(p *corev1.Pod) *corev1.Pod { p.Status.PodIP = ""; return p },
 			wantCode: http.StatusServiceUnavailable, wantMessage: "has no IP"},
-		{name: "host network pod refused by default", pod: hostNetwork,
-			wantCode: http.StatusForbidden, wantMessage: "--proxy-allow-host-network-pods"},
-		{name: "host network pod allowed by the flag", pod: hostNetwork, allowHostNetwork: true, port: "http", want: "http://127.0.0.1:8080"},
+		{name: "host network pod refused by default", pod: hostNetwork("10.89.0.1"),
+			wantCode: http.StatusForbidden, wantMessage: "--proxy-host-network-cidrs (none)"},
+		{name: "host network pod on a node the administrator named", pod: hostNetwork("10.89.0.1"), hostNetwork: ranges("10.89.0.0/24"),
+			port: "http", want: "http://10.89.0.1:8080"},
+		{name: "host network pod on another node", pod: hostNetwork("10.88.0.1"), hostNetwork: ranges("10.89.0.0/24"),
+			wantCode: http.StatusForbidden, wantMessage: "10.88.0.1"},
+		{name: "host network pod at loopback, whatever the ranges", pod: hostNetwork("127.0.0.1"), hostNetwork: ranges("0.0.0.0/0", "127.0.0.0/8"),
+			wantCode: http.StatusForbidden, wantMessage: "never on a loopback address"},
+		{name: "host network pod at IPv4-mapped loopback", pod: hostNetwork("::ffff:127.0.0.1"), hostNetwork: ranges("::/0", "0.0.0.0/0"),
+			wantCode: http.StatusForbidden, wantMessage: "never on a loopback address"},
 		{name: "loopback address of a pod network pod", pod: func(p *corev1.Pod) *corev1.Pod { p.Status.PodIP = "127.0.0.1"; return p },
-			allowHostNetwork: true, wantCode: http.StatusForbidden, wantMessage: "not one this server proxies to"},
+			hostNetwork: ranges("0.0.0.0/0"), wantCode: http.StatusForbidden, wantMessage: "not one this server proxies to"},
+		{name: "IPv6 loopback of a pod network pod", pod: func(p *corev1.Pod) *corev1.Pod { p.Status.PodIP = "::1"; return p },
+			wantCode: http.StatusForbidden, wantMessage: "not one this server proxies to"},
 		{name: "link-local address (cloud metadata)", pod: func(p *corev1.Pod) *corev1.Pod { p.Status.PodIP = "169.254.169.254"; return p },
 			wantCode: http.StatusForbidden, wantMessage: "169.254.169.254"},
 		{name: "IPv6 pod", pod: func(p *corev1.Pod) *corev1.Pod { p.Status.PodIP = "fd00::7"; return p }, want: "http://[fd00::7]:8080"},
@@ -91,7 +101,7 @@ func TestTarget(t *testing.T) {
 			if tt.pod != nil {
 				pod = tt.pod(pod)
 			}
-			got, err := Target(testSandbox(), pod, tt.port, tt.allowHostNetwork)
+			got, err := Target(testSandbox(), pod, tt.port, tt.hostNetwork)
 			if tt.wantCode != 0 {
 				status, ok := err.(apierrors.APIStatus)
 				if !ok {
@@ -109,14 +119,25 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-func hostNetwork(p *corev1.Pod) *corev1.Pod {
-	p.Spec.HostNetwork = true
-	p.Status.PodIP = "127.0.0.1"
-	return p
+// hostNetwork makes a pod a host-network one on a node of address ip.
+func hostNetwork(ip string) func(*corev1.Pod) *corev1.Pod {
+	return func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.HostNetwork = true
+		p.Status.PodIP = ip
+		return p
+	}
+}
+
+func ranges(cidrs ...string) HostNetworkRanges {
+	var r HostNetworkRanges
+	for _, c := range cidrs {
+		r = append(r, netip.MustParsePrefix(c))
+	}
+	return r
 }
 
 func TestNotRunningAsksToRetry(t *testing.T) {
-	_, err := Target(testSandbox(), nil, "", false)
+	_, err := Target(testSandbox(), nil, "", nil)
 	status := err.(apierrors.APIStatus).Status()
 	if status.Details == nil || status.Details.RetryAfterSeconds != RetryAfterSeconds {
 		t.Fatalf("status details = %+v; want RetryAfterSeconds %d", status.Details, RetryAfterSeconds)

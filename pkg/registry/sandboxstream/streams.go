@@ -5,6 +5,7 @@ package sandboxstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,9 +51,9 @@ type Config struct {
 	Authorizer authorizer.Authorizer
 	// Events records an Event on the Sandbox for each exec and attach session; nil records none.
 	Events record.EventRecorder
-	// AllowHostNetworkPods lets exec, attach and portforward reach pods in the host network, as
-	// the proxy's flag of that name does: such a pod's network namespace is the node's.
-	AllowHostNetworkPods bool
+	// HostNetwork are the nodes whose host-network pods exec, attach and portforward may reach,
+	// as for the proxy: such a pod's network namespace is the node's.
+	HostNetwork sandboxproxy.HostNetworkRanges
 	// Streams bounds the exec, attach and portforward sessions and followed logs open at once,
 	// per sandbox and per server replica; nil: unbounded.
 	Streams *sandboxproxy.ConnectionLimit
@@ -113,9 +114,8 @@ func (s *Streams) connect(ctx context.Context, resolve Resolver, sess session, r
 	if err != nil {
 		return nil, err
 	}
-	if pod.Spec.HostNetwork && !s.AllowHostNetworkPods {
-		return nil, apierrors.NewForbidden(requestResource(ctx, sess), sess.name,
-			fmt.Errorf("its pod runs in the host network, whose namespace is the node's; this server does not open streams to such pods (--proxy-allow-host-network-pods)"))
+	if why := s.HostNetwork.Refusal(pod); why != "" {
+		return nil, apierrors.NewForbidden(requestResource(ctx, sess), sess.name, errors.New(why))
 	}
 	container := ""
 	if sess.container != nil {

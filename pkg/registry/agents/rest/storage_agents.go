@@ -35,8 +35,8 @@ type Reach struct {
 	Authorizer authorizer.Authorizer
 	// Events records stream sessions on their Sandbox; nil records none.
 	Events record.EventRecorder
-	// AllowHostNetworkPods lets the proxy and the streams reach pods in the host network.
-	AllowHostNetworkPods bool
+	// HostNetwork are the nodes whose host-network pods the proxy and the streams may reach.
+	HostNetwork sandboxproxy.HostNetworkRanges
 	// IdentitySystemGroups are the system: groups the proxy passes in X-Sandbox-Group.
 	IdentitySystemGroups []string
 	// Wake configures waking sandboxes and recording their activity, and the connection limits.
@@ -76,10 +76,10 @@ func New(c Config) (*Storage, error) {
 	}
 	r := c.Reach
 	waker := sandboxwake.New(sandboxwake.Config{Sandboxes: sandboxes.Sandbox, Status: sandboxes.Status, Controllers: c.Controllers, Options: r.Wake})
-	proxy := &sandboxproxy.Proxy{Pods: r.Pods, Waker: waker, AllowHostNetworkPods: r.AllowHostNetworkPods, IdentitySystemGroups: r.IdentitySystemGroups,
+	proxy := &sandboxproxy.Proxy{Pods: r.Pods, Waker: waker, HostNetwork: r.HostNetwork, IdentitySystemGroups: r.IdentitySystemGroups,
 		Connections: &sandboxproxy.ConnectionLimit{What: "requests and connections", PerSandbox: r.Wake.MaxConnectionsPerSandbox, PerServer: r.Wake.MaxConnections}}
 	streams, err := sandboxstream.New(sandboxstream.Config{
-		KubeConfig: r.KubeConfig, Pods: r.Pods, Waker: waker, AllowHostNetworkPods: r.AllowHostNetworkPods,
+		KubeConfig: r.KubeConfig, Pods: r.Pods, Waker: waker, HostNetwork: r.HostNetwork,
 		Streams:    &sandboxproxy.ConnectionLimit{What: "streams", PerSandbox: r.Wake.MaxStreamsPerSandbox, PerServer: r.Wake.MaxStreams},
 		Authorizer: r.Authorizer, Events: r.Events,
 	})
