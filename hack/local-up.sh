@@ -42,7 +42,8 @@
 # Environment (defaults in brackets):
 #   ETCD_PORT [2379] ETCD_PEER_PORT [2380] KUBE_APISERVER_PORT [6443]
 #   KUBE_CONTROLLER_MANAGER_PORT [10257] KUBE_SCHEDULER_PORT [10259]
-#   KWOK_PORT [10247] SANDBOX_ETCD_PORT [2381] SANDBOX_ETCD_PEER_PORT [2382]
+#   KWOK_PORT [10247] (kwok-guard, on KWOK_NODE_IP) KWOK_BACKEND_PORT [10246] (kwok)
+#   SANDBOX_ETCD_PORT [2381] SANDBOX_ETCD_PEER_PORT [2382]
 #   SANDBOX_APISERVER_PORT [8443] E2B_PORT [3049] (sandbox-apiserver's E2B endpoint)
 #   SANDBOX_APISERVER_BIN [_output/bin/sandbox-apiserver]
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
@@ -52,8 +53,14 @@
 #   SANDBOX_WORK_DIR [_output/local/sandbox-work]  where kwok runs the commands of
 #                             exec on any pod, and the file its logs and attach
 #                             stream (container.log)
+#   KWOK_EXEC_UID [65534]     as root, the unprivileged user and group kwok runs
+#                             those commands as (it owns SANDBOX_WORK_DIR)
+#   KWOK_NODE_IP [10.89.0.1 as root on Linux, else 127.0.0.1]  the address of
+#                             kwok's Nodes and their host-network pods, on the
+#                             interface sandbox-kwok0 (stop deletes it); the one
+#                             place sandbox-apiserver reaches host-network pods
 #   PORT_FORWARD_PORTS [18000-18099]  a pod's port P in this range forwards to
-#                             127.0.0.1:P (kwok's ClusterPortForward)
+#                             KWOK_NODE_IP:P (kwok's ClusterPortForward)
 #   PROFILING [false]         kube-apiserver serves /debug/pprof (make bench
 #                             profiles it; sandbox-apiserver always does)
 #   START_TIMEOUT [90]        seconds each component has to become ready
@@ -70,6 +77,7 @@
 #   KUBE_PROXY_HEALTHZ_PORT [10256] KUBE_PROXY_METRICS_PORT [10249]
 #   COREDNS_READY_PORT [8181]  the node's network components' own ports
 #                             (127.0.0.1)
+#   NODE_POD_PIDS_LIMIT [1024]  the most processes one pod of the real node may have
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

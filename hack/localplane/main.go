@@ -125,6 +125,8 @@ func run(args []string) error {
 	case "restart-kubelet", "restart-containerd":
 		name := strings.TrimPrefix(verb, "restart-")
 		return p.RestartComponent(ctx, name, name, "no real node here: hack/local-up.sh status")
+	case "kwok-guard":
+		return cfg.ServeKwokGuard(ctx)
 	case "node-journal":
 		journal, err := hostchange.Open(cfg.JournalPath(), hostchange.Linux{})
 		if err != nil {

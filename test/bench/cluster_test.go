@@ -9,7 +9,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -322,3 +325,44 @@ func onKwok(spec corev1.PodSpec) corev1.PodSpec {
 
 // kwokTaintKey is the key of the taint hack/local-up.sh puts on the kwok nodes.
 const kwokTaintKey = "sandbox-apiserver.dev/kwok"
+
+// kwokAddress is the address kwok's Nodes report, and with it their host-network pods: the one
+// host-network address sandbox-apiserver reaches on the plane (--proxy-host-network-cidrs), on a
+// an interface of its own. It is loopback on a plane run without root, where nothing is
+// reached.
+func (c *cluster) kwokAddress(b *testing.B) string {
+	b.Helper()
+	node, err := c.kube.CoreV1().Nodes().Get(context.Background(), "kwok-node-0", metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip := net.ParseIP(a.Address); ip == nil || ip.IsLoopback() {
+				b.Skipf("kwok's Nodes report %s (a plane run without root): sandbox-apiserver reaches no host-network pod there", a.Address)
+			}
+			return a.Address
+		}
+	}
+	b.Fatal("kwok-node-0 reports no InternalIP")
+	return ""
+}
+
+// kwokServer serves handler at a free port of kwok's Nodes' address, for a host-network sandbox
+// on a kwok node in ns: ns is labelled privileged, since Pod Security's baseline level, the
+// plane's default, refuses host-network pods.
+func (c *cluster) kwokServer(b *testing.B, ns string, handler http.Handler) (*httptest.Server, int) {
+	b.Helper()
+	patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`)
+	if _, err := c.kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(c.kwokAddress(b), "0"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Listener = l
+	srv.Start()
+	return srv, l.Addr().(*net.TCPAddr).Port
+}

@@ -8,13 +8,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -67,18 +64,16 @@ const (
 
 // BenchmarkProxy measures what sandboxes/proxy adds: latency one request at a time and requests
 // per second from concurrent clients, against the same local HTTP server reached directly, through
-// sandbox-apiserver alone and through kube-apiserver. The sandbox's pod is hostNetwork, so kwok
-// reports 127.0.0.1 for it (the local plane runs with --proxy-allow-host-network-pods).
+// sandbox-apiserver alone and through kube-apiserver. The sandbox's pod is hostNetwork on a kwok
+// node, so kwok reports its Nodes' address for it, where the server listens.
 func BenchmarkProxy(b *testing.B) {
 	c := connect(b)
 	ns := c.namespace(b, "proxy")
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	backend, port := c.kwokServer(b, ns, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, "ok")
 	}))
 	defer backend.Close()
-	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
-	port, _ := strconv.Atoi(portText)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -70,7 +70,7 @@ const (
 
 // BenchmarkStreams measures sandboxes/exec and sandboxes/portforward against pods/exec and
 // pods/portforward on the same pod, on the local plane (kwok runs the commands on this machine
-// and forwards the pod's port to 127.0.0.1): exec of true, a 10 MiB copy in and out (tar over
+// and forwards the pod's port to its Nodes' address): exec of true, a 10 MiB copy in and out (tar over
 // exec, WebSocket as kubectl uses first), and a 64 MiB download and small GETs over a
 // port-forward (SPDY).
 func BenchmarkStreams(b *testing.B) {
@@ -94,7 +94,7 @@ func BenchmarkStreams(b *testing.B) {
 	if err != nil {
 		b.Fatalf("sandbox not Ready: %v", err)
 	}
-	port, stopServer := serveDownload(b)
+	port, stopServer := serveDownload(b, c.kwokAddress(b))
 	defer stopServer()
 	dir := "bench-" + ns
 	res := StreamsResult{Machine: machine(), LoadAvg: loadAverage(),
@@ -258,9 +258,9 @@ func tarArchive(b *testing.B, name string, data []byte) []byte {
 	return buf.Bytes()
 }
 
-// serveDownload serves /download (64 MiB) and /small on 127.0.0.1 at a free port of the plane's
-// PORT_FORWARD_PORTS, where kwok forwards the pod's port of the same number.
-func serveDownload(b *testing.B) (int, func()) {
+// serveDownload serves /download (64 MiB) and /small at addr (kwok's Nodes') on a free port of
+// the plane's PORT_FORWARD_PORTS, where kwok forwards the pod's port of the same number.
+func serveDownload(b *testing.B, addr string) (int, func()) {
 	r := os.Getenv("PORT_FORWARD_PORTS")
 	if r == "" {
 		r = "18000-18099"
@@ -280,7 +280,7 @@ func serveDownload(b *testing.B) (int, func()) {
 	})
 	mux.HandleFunc("/small", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	for p := lo; p <= hi; p++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p)))
 		if err != nil {
 			continue
 		}

@@ -7,12 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -50,12 +47,10 @@ type WakeResult struct {
 func BenchmarkWake(b *testing.B) {
 	c := connect(b)
 	ns := c.namespace(b, "wake")
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	backend, port := c.kwokServer(b, ns, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}))
 	defer backend.Close()
-	_, portText, _ := net.SplitHostPort(backend.Listener.Addr().String())
-	port, _ := strconv.Atoi(portText)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

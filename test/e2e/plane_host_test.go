@@ -214,6 +214,8 @@ func TestPlaneStopRestoresHost(t *testing.T) {
 		t.Errorf("the volume's file on the host: %q, %v; want kept", b, err)
 	}
 
+	// Pod Security's baseline refuses a hostPort; an administrator allows it here.
+	kubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged")
 	applyYAML(t, ns, fmt.Sprintf(hostPortPod, node))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "pod/hostport", "--timeout=60s")
 	during := takeHostSnapshot(t)

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// sandboxProcess is the "process" in a test sandbox: an HTTP and WebSocket server on 127.0.0.1,
-// reached through a hostNetwork pod (kwok reports the node address, 127.0.0.1, for it). It
-// records every request it sees.
+// sandboxProcess is the "process" in a test sandbox: an HTTP and WebSocket server at kwok's
+// Nodes' address (kwokAddress), reached through a hostNetwork pod on a kwok node. It records
+// every request it sees.
 type sandboxProcess struct {
 	server *httptest.Server
 	port   int
@@ -75,6 +75,7 @@ func startSandboxProcess(t *testing.T) *sandboxProcess {
 		p.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
+	p.server.Listener = listenKwok(t)
 	p.server.Start()
 	t.Cleanup(p.server.Close)
 	_, port, _ := net.SplitHostPort(p.server.Listener.Addr().String())
@@ -94,9 +95,46 @@ func (p *sandboxProcess) requests() []string {
 }
 
 // proxyPodSpec is a hostNetwork pod spec whose container declares port as "http", on a kwok
-// node: kwok reports 127.0.0.1 as its address, where the test's sandboxProcess listens.
+// node: kwok reports its Nodes' address for it, where the test's sandboxProcess listens.
 func proxyPodSpec(port int) string {
 	return fmt.Sprintf(`{hostNetwork: true, %s, containers: [{name: agent, image: ghcr.io/example/agent:latest, ports: [{name: http, containerPort: %d}]}]}`, onKwok, port)
+}
+
+// kwokAddress is the address kwok's Nodes report, and with it their host-network pods: on the
+// plane's interface sandbox-kwok0, the one host-network address sandbox-apiserver reaches
+// (--proxy-host-network-cidrs). The test is skipped when it is loopback (a plane not run as root),
+// which sandbox-apiserver never reaches.
+func kwokAddress(t *testing.T) string {
+	t.Helper()
+	addr := kubectl(t, "get", "node", "kwok-node-0", "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		t.Fatalf("kwok-node-0 reports no InternalIP (%q)", addr)
+	}
+	if ip.IsLoopback() {
+		t.Skipf("kwok's Nodes report %s (the plane ran without root): sandbox-apiserver reaches no host-network pod there", addr)
+	}
+	return addr
+}
+
+// listenKwok listens on a free port of kwok's Nodes' address.
+func listenKwok(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(kwokAddress(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// newHostNetworkNamespace is newNamespace for the sandboxes of proxyPodSpec, whose pods run in
+// the host network of a kwok node: Pod Security's baseline level, the plane's default, refuses
+// them, so the namespace is labelled privileged, as an administrator would.
+func newHostNetworkNamespace(t *testing.T) string {
+	t.Helper()
+	ns := newNamespace(t)
+	kubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged")
+	return ns
 }
 
 // onKwok are the pod spec fields, in YAML's flow style, that place a pod on the plane's kwok
@@ -156,7 +194,7 @@ func statusMessage(t *testing.T, body string) string {
 // subresource, and nowhere but the declared port of the sandbox's own pod.
 func TestSandboxProxy(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newHostNetworkNamespace(t)
 	proc, other := startSandboxProcess(t), startSandboxProcess(t)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
@@ -278,7 +316,7 @@ spec:
 
 	t.Run("nowhere else", func(t *testing.T) {
 		before := len(proc.requests())
-		otherAddr := "127.0.0.1:" + strconv.Itoa(other.port)
+		otherAddr := other.server.Listener.Addr().String()
 		// A port the pod does not declare is refused, though something listens there.
 		code, body, _ := proxyCall(t, admin, "GET", "/apis/agents.x-k8s.io/v1beta1/namespaces/"+ns+"/sandboxes/web:"+strconv.Itoa(other.port)+"/proxy/echo", "", nil)
 		if code != http.StatusBadRequest || !strings.Contains(statusMessage(t, body), "is not a TCP port the sandbox's pod declares") {
@@ -337,7 +375,7 @@ spec:
 // only create claims and proxy to them.
 func TestSandboxClaimProxy(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newHostNetworkNamespace(t)
 	proc := startSandboxProcess(t)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: extensions.agents.x-k8s.io/v1beta1
 kind: SandboxTemplate

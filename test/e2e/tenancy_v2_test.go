@@ -260,7 +260,7 @@ spec:
 // HTTP server sees only the identity the proxy set.
 func TestProxyIdentityHeadersAreTheProxys(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newHostNetworkNamespace(t)
 	proc := startSandboxProcess(t)
 	applyYAML(t, ns, fmt.Sprintf("apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\nmetadata: {name: web}\nspec:\n  podTemplate: {spec: %s}\n", proxyPodSpec(proc.port)))
 	editor := "hdr-editor-" + randSuffix(5)

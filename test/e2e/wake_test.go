@@ -13,7 +13,7 @@ import (
 // IdleSuspended) once nobody uses it, and the next request wakes it again.
 func TestWakeOnDemand(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
+	ns := newHostNetworkNamespace(t)
 	proc := startSandboxProcess(t)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox

@@ -5,6 +5,7 @@ package plane
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 )
@@ -49,12 +50,16 @@ func (c Config) Components() []Component {
 	}
 	kc := c.Kubeconfig
 	return c.withNetwork([]Component{{
+		// The cluster's etcd: clients and peers speak TLS and must show a certificate of etcd-ca,
+		// which signs only kube-apiserver's client certificate: no other local process (nor a
+		// pod that reaches the machine's loopback) can read or write the cluster's objects.
 		Name:   "etcd",
 		Binary: c.Tool("etcd"),
-		Args:   c.etcdArgs("local", "http", c.EtcdPort, c.EtcdPeerPort),
+		Args:   append(c.etcdArgs("local", "https", c.EtcdPort, c.EtcdPeerPort), c.etcdTLSArgs("etcd", "etcd-ca")...),
 		Dirs:   []string{filepath.Join(c.Data(), "etcd")},
 		Ports:  []int{c.EtcdPort, c.EtcdPeerPort},
-		Ready:  Probe{URL: "http://" + local(c.EtcdPort) + "/health", Contains: `"health":"true"`},
+		Ready: Probe{URL: "https://" + local(c.EtcdPort) + "/health", CA: c.Cert("etcd-ca.crt"),
+			Cert: c.Cert("kube-apiserver-etcd-client.crt"), Key: c.Cert("kube-apiserver-etcd-client.key"), Contains: `"health":"true"`},
 	}, {
 		// The Endpoints of the "kubernetes" Service may not hold a loopback address, so with
 		// --advertise-address=127.0.0.1 the endpoint reconciler is off: on the real node the
@@ -68,13 +73,20 @@ func (c Config) Components() []Component {
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + port(c.KubeAPIServerPort),
-			"--etcd-servers=http://" + local(c.EtcdPort),
+			"--etcd-servers=https://" + local(c.EtcdPort),
+			"--etcd-cafile=" + c.Cert("etcd-ca.crt"),
+			"--etcd-certfile=" + c.Cert("kube-apiserver-etcd-client.crt"),
+			"--etcd-keyfile=" + c.Cert("kube-apiserver-etcd-client.key"),
 			"--cert-dir=" + filepath.Join(c.Data(), "kube-apiserver"),
 			"--tls-cert-file=" + c.Cert("kube-apiserver.crt"),
 			"--tls-private-key-file=" + c.Cert("kube-apiserver.key"),
 			"--client-ca-file=" + c.Cert("ca.crt"),
 			"--authorization-mode=Node,RBAC",
 			"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
+			// Pod Security: baseline enforced outside the plane's own namespaces.
+			"--admission-control-config-file=" + filepath.Join(c.Root, "artifacts/local/kube-apiserver/admission.yaml"),
+			// Privileged pods exist (an administrator may label a namespace privileged); Pod
+			// Security decides where.
 			"--allow-privileged=true",
 			"--service-cluster-ip-range=" + serviceCIDR,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -160,11 +172,12 @@ func (c Config) Components() []Component {
 		Ready: healthz(c.KubeSchedulerPort),
 	}, {
 		// The Stages of kwok's module make its Nodes and Pods behave; ours completes
-		// local-path-provisioner's helper pods. --node-ip keeps every address kwok reports for
-		// its Nodes on loopback, so nothing (kubectl logs/exec through kube-apiserver) ever
-		// dials out. The Nodes advertise KwokPort as their kubelet port: kwok serves its health
-		// checks, metrics and the kubelet API there, over TLS (streams.yaml: exec, logs, attach,
-		// port-forward).
+		// local-path-provisioner's helper pods. --node-ip is the address kwok reports for its
+		// Nodes and their host-network pods, KwokNodeIP: on this machine, so nothing (kubectl
+		// logs/exec through kube-apiserver) ever dials out. The Nodes advertise KwokPort as their
+		// kubelet port, where kwok-guard takes only kube-apiserver; kwok serves its health checks,
+		// metrics and the kubelet API on loopback at KwokBackendPort, over TLS (streams.yaml:
+		// exec, logs, attach, port-forward).
 		Name:   "kwok",
 		Binary: c.Tool("kwok"),
 		Args: []string{
@@ -178,15 +191,24 @@ func (c Config) Components() []Component {
 			"--kubeconfig=" + kc("kwok"),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-			"--node-ip=127.0.0.1",
+			"--node-ip=" + c.KwokNodeIP.String(),
 			"--node-port=" + port(c.KwokPort),
 			"--tls-cert-file=" + c.Cert("kwok-serving.crt"),
 			"--tls-private-key-file=" + c.Cert("kwok-serving.key"),
 			"--cidr=10.244.0.0/16",
-			"--server-address=" + local(c.KwokPort),
+			"--server-address=" + local(c.KwokBackendPort),
 		},
-		Ports: []int{c.KwokPort},
-		Ready: Probe{URL: "https://" + local(c.KwokPort) + "/healthz", CA: c.Cert("ca.crt")},
+		Ports: []int{c.KwokBackendPort},
+		Ready: Probe{URL: "https://" + local(c.KwokBackendPort) + "/healthz", CA: c.Cert("ca.crt")},
+	}, {
+		// kwok authenticates no client: the guard (ServeKwokGuard, run by the local-plane
+		// command) serves its kubelet API where the Nodes say it is, to kube-apiserver alone.
+		Name:   "kwok-guard",
+		Binary: c.LocalPlaneBin(),
+		Args:   []string{"-root", c.Root, "kwok-guard"},
+		Ports:  []int{c.KwokPort},
+		Ready: Probe{URL: "https://" + c.kwokAddr() + "/healthz", CA: c.Cert("ca.crt"),
+			Cert: c.Cert("kube-apiserver-kubelet-client.crt"), Key: c.Cert("kube-apiserver-kubelet-client.key")},
 	}, {
 		// containerd finds its runc shim on PATH.
 		Name:   "containerd",
@@ -217,15 +239,8 @@ func (c Config) Components() []Component {
 		// objects.
 		Name:   "sandbox-etcd",
 		Binary: c.Tool("etcd"),
-		Args: append(c.etcdArgs("sandbox-etcd", "https", c.SandboxEtcdPort, c.SandboxEtcdPeerPort),
-			"--cert-file="+c.Cert("sandbox-etcd.crt"),
-			"--key-file="+c.Cert("sandbox-etcd.key"),
-			"--trusted-ca-file="+c.Cert("sandbox-etcd-ca.crt"),
-			"--client-cert-auth=true",
-			"--peer-cert-file="+c.Cert("sandbox-etcd.crt"),
-			"--peer-key-file="+c.Cert("sandbox-etcd.key"),
-			"--peer-trusted-ca-file="+c.Cert("sandbox-etcd-ca.crt"),
-			"--peer-client-cert-auth=true",
+		Args: append(append(c.etcdArgs("sandbox-etcd", "https", c.SandboxEtcdPort, c.SandboxEtcdPeerPort),
+			c.etcdTLSArgs("sandbox-etcd", "sandbox-etcd-ca")...),
 			"--auto-compaction-mode=periodic",
 			"--auto-compaction-retention=5m",
 		),
@@ -234,9 +249,10 @@ func (c Config) Components() []Component {
 		Ready: Probe{URL: "https://" + local(c.SandboxEtcdPort) + "/health", CA: c.Cert("sandbox-etcd-ca.crt"),
 			Cert: c.Cert("sandbox-etcd-client.crt"), Key: c.Cert("sandbox-etcd-client.key"), Contains: `"health":"true"`},
 	}, {
-		// --proxy-allow-host-network-pods: kwok's pods report the node address, 127.0.0.1, as a
-		// hostNetwork pod would, so sandboxes/proxy reaches them only with it (tests run the
-		// sandbox's "process" on 127.0.0.1). One flag a line; SANDBOX_APISERVER_ARGS come last.
+		// kwok's pods report their Node's address, KwokNodeIP, as a host-network pod would: when
+		// that is an address of their own, sandboxes/proxy and the streams may reach host-network
+		// pods there (tests run the sandbox's "process" on it), and nowhere else. One flag a
+		// line; SANDBOX_APISERVER_ARGS come last.
 		Name:   "sandbox-apiserver",
 		Binary: c.SandboxAPIServerBin,
 		Args: append([]string{
@@ -251,13 +267,12 @@ func (c Config) Components() []Component {
 			"--etcd-cafile=" + c.Cert("sandbox-etcd-ca.crt"),
 			"--etcd-certfile=" + c.Cert("sandbox-etcd-client.crt"),
 			"--etcd-keyfile=" + c.Cert("sandbox-etcd-client.key"),
-			"--proxy-allow-host-network-pods",
 			// The E2B endpoint, plain HTTP on loopback; its keys in sandbox-system (the Role in
 			// artifacts/local/rbac.yaml); hack/e2b-env.sh (make run) makes a demo key.
 			"--e2b-bind-address=" + local(c.E2BPort),
 			"--e2b-plain-http",
 			"--e2b-api-keys-namespace=sandbox-system",
-		}, c.SandboxAPIServerArgs...),
+		}, append(c.kwokHostNetwork(), c.SandboxAPIServerArgs...)...),
 		Ports: []int{c.SandboxAPIServerPort, c.E2BPort},
 		Ready: Probe{URL: "https://" + local(c.SandboxAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"), Body: "ok"},
 	}})
@@ -282,6 +297,30 @@ func (c Config) etcdArgs(name, scheme string, clientPort, peerPort int) []string
 		"--initial-cluster=" + name + "=" + peer,
 		"--initial-cluster-state=new",
 		"--log-level=warn",
+	}
+}
+
+// kwokHostNetwork is sandbox-apiserver's opt-in to kwok's host-network pods, at their Nodes'
+// address of their own; none when that is loopback.
+func (c Config) kwokHostNetwork() []string {
+	if !c.KwokOwnAddress() {
+		return nil
+	}
+	return []string{"--proxy-host-network-cidrs=" + netip.PrefixFrom(c.KwokNodeIP, 32).String()}
+}
+
+// etcdTLSArgs are the flags of an etcd serving clients and peers with the certificate cert that
+// takes only clients and peers with a certificate of its CA ca.
+func (c Config) etcdTLSArgs(cert, ca string) []string {
+	return []string{
+		"--cert-file=" + c.Cert(cert+".crt"),
+		"--key-file=" + c.Cert(cert+".key"),
+		"--trusted-ca-file=" + c.Cert(ca+".crt"),
+		"--client-cert-auth=true",
+		"--peer-cert-file=" + c.Cert(cert+".crt"),
+		"--peer-key-file=" + c.Cert(cert+".key"),
+		"--peer-trusted-ca-file=" + c.Cert(ca+".crt"),
+		"--peer-client-cert-auth=true",
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -26,11 +27,13 @@ type Config struct {
 	// Root is the checkout; Out its _output/local.
 	Root, Out string
 
-	EtcdPort, EtcdPeerPort               int
-	KubeAPIServerPort                    int
-	KubeControllerManagerPort            int
-	KubeSchedulerPort                    int
-	KwokPort                             int
+	EtcdPort, EtcdPeerPort    int
+	KubeAPIServerPort         int
+	KubeControllerManagerPort int
+	KubeSchedulerPort         int
+	KwokPort                  int
+	// KwokBackendPort is kwok's own server, on loopback, behind kwok-guard at KwokPort.
+	KwokBackendPort                      int
 	SandboxEtcdPort, SandboxEtcdPeerPort int
 	SandboxAPIServerPort                 int
 	KubeletPort, KubeletHealthzPort      int
@@ -62,10 +65,22 @@ type Config struct {
 	// SandboxWorkDir is where kwok runs the commands of exec on any pod; its container.log is
 	// what logs and attach stream.
 	SandboxWorkDir string
-	// PortForwardFirst..PortForwardLast: a pod's port P in that range forwards to 127.0.0.1:P.
+	// PortForwardFirst..PortForwardLast: a pod's port P in that range forwards to KwokNodeIP:P.
 	PortForwardFirst, PortForwardLast int
 	// SkipSandboxAPIServer starts everything but sandbox-apiserver (a server started by hand).
 	SkipSandboxAPIServer bool
+
+	// KwokNodeIP is the address kwok's Nodes report, and with it their host-network pods; kwok
+	// serves its kubelet API there. As root on Linux it is an address of its own, on the
+	// interface KwokInterface, so sandbox-apiserver may reach kwok's pods (the tests' servers
+	// listen there) without reaching the machine's loopback; otherwise it is 127.0.0.1, and
+	// kwok's pods are not reached.
+	KwokNodeIP netip.Addr
+
+	// PodPidsLimit is the most processes (threads included) one pod of the real node may have.
+	PodPidsLimit int
+	// KwokExecUID is the user and group kwok runs exec's commands as when the plane runs as root.
+	KwokExecUID int
 
 	StartTimeout, StopTimeout time.Duration
 	// APIServiceTimeout bounds the wait for the APIServices to be Available, and again for
@@ -114,6 +129,7 @@ func ConfigFromEnv(root string) (Config, error) {
 	c.KubeControllerManagerPort = port("KUBE_CONTROLLER_MANAGER_PORT", 10257)
 	c.KubeSchedulerPort = port("KUBE_SCHEDULER_PORT", 10259)
 	c.KwokPort = port("KWOK_PORT", 10247)
+	c.KwokBackendPort = port("KWOK_BACKEND_PORT", 10246)
 	c.SandboxEtcdPort = port("SANDBOX_ETCD_PORT", 2381)
 	c.SandboxEtcdPeerPort = port("SANDBOX_ETCD_PEER_PORT", 2382)
 	c.SandboxAPIServerPort = port("SANDBOX_APISERVER_PORT", 8443)
@@ -140,6 +156,32 @@ func ConfigFromEnv(root string) (Config, error) {
 	} else {
 		c.NodePodCIDR = p.Masked()
 	}
+	defaultKwokIP := "127.0.0.1"
+	if runtime.GOOS == "linux" && os.Geteuid() == 0 {
+		defaultKwokIP = "10.89.0.1"
+	}
+	kwokIP := envOr("KWOK_NODE_IP", defaultKwokIP)
+	if a, err := netip.ParseAddr(kwokIP); err != nil || !a.Is4() || a.IsUnspecified() || a.IsMulticast() || a.IsLinkLocalUnicast() {
+		errs = append(errs, fmt.Sprintf("KWOK_NODE_IP: %q is not a unicast IPv4 address", kwokIP))
+	} else if c.NodePodCIDR.Contains(a) {
+		errs = append(errs, fmt.Sprintf("KWOK_NODE_IP: %s is in NODE_POD_CIDR %s", a, c.NodePodCIDR))
+	} else {
+		c.KwokNodeIP = a
+	}
+	// atLeast reads a whole number of at least least.
+	atLeast := func(name string, def, least int) int {
+		v := os.Getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < least {
+			errs = append(errs, fmt.Sprintf("%s: %q is not a whole number of at least %d", name, v, least))
+		}
+		return n
+	}
+	c.KwokExecUID = atLeast("KWOK_EXEC_UID", 65534, 1)
+	c.PodPidsLimit = atLeast("NODE_POD_PIDS_LIMIT", 1024, 64)
 	c.StartTimeout = seconds("START_TIMEOUT", 90)
 	c.StopTimeout = seconds("STOP_TIMEOUT", 20)
 	c.APIServiceTimeout = seconds("APISERVICE_TIMEOUT", 120)
@@ -198,3 +240,13 @@ func (c Config) ContainerdSock() string { return filepath.Join(c.NodeDir(), "run
 
 // NodeIP is the real node's address: the pod CIDR's first, on the bridge.
 func (c Config) NodeIP() string { return c.NodePodCIDR.Addr().Next().String() }
+
+// KwokInterface is the interface (a bridge without ports) that holds KwokNodeIP when it is not loopback.
+const KwokInterface = "sandbox-kwok0"
+
+// KwokOwnAddress: kwok's Nodes have an address of their own (on KwokInterface), not loopback.
+func (c Config) KwokOwnAddress() bool { return !c.KwokNodeIP.IsLoopback() }
+
+// LocalPlaneBin is the local-plane command (hack/local-up.sh builds it), which also runs
+// kwok-guard.
+func (c Config) LocalPlaneBin() string { return filepath.Join(c.Root, "_output/bin/local-plane") }

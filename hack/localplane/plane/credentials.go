@@ -31,12 +31,13 @@ type credential struct {
 }
 
 // cas are the plane's CAs: the cluster's (users, servers, kubelets), the front proxy's
-// (kube-apiserver to the aggregated server) and sandbox-etcd's, which signs nothing else, so
-// sandbox-apiserver's client certificate is the one credential that reads or writes sandbox
-// objects there.
+// (kube-apiserver to the aggregated server), the cluster etcd's and sandbox-etcd's. Each etcd's
+// signs nothing but that etcd's own certificate and its one client's, so kube-apiserver's and
+// sandbox-apiserver's client certificates are the one credential that reads or writes there.
 var cas = []struct{ name, cn string }{
 	{"ca", "sandbox-local-ca"},
 	{"front-proxy-ca", "sandbox-local-front-proxy-ca"},
+	{"etcd-ca", "sandbox-local-cluster-etcd-ca"},
 	{"sandbox-etcd-ca", "sandbox-local-etcd-ca"},
 }
 
@@ -67,13 +68,15 @@ func (c Config) credentials(node bool) []credential {
 		client("kwok", "kwok", "system:masters"),
 		// kwok serves the kubelet API (exec, attach, logs, port-forward) over TLS; kube-apiserver
 		// verifies it with the cluster CA and shows its own client certificate.
-		{leaf: leaf("kwok-serving", "ca", "kwok-serving", "", certs.Server, "127.0.0.1", "localhost")},
+		{leaf: leaf("kwok-serving", "ca", "kwok-serving", "", certs.Server, c.KwokNodeIP.String(), "127.0.0.1", "localhost")},
 		{leaf: leaf("kube-apiserver-kubelet-client", "ca", "kube-apiserver-kubelet-client", "", certs.Client)},
 		{leaf: leaf("sandbox-apiserver-client", "ca", SandboxUser, "", certs.Client), kubeconfig: c.Kubeconfig("sandbox-apiserver")},
 		// The aggregator checks the name <service>.<namespace>.svc; kubectl and the probes use
 		// localhost and 127.0.0.1.
 		{leaf: leaf("sandbox-apiserver", "ca", "sandbox-apiserver", "", certs.Server, "localhost", "127.0.0.1",
 			"sandbox-apiserver.sandbox-system.svc", "sandbox-apiserver.sandbox-system.svc.cluster.local")},
+		{leaf: leaf("etcd", "etcd-ca", "etcd", "", certs.Peer, "127.0.0.1", "localhost")},
+		{leaf: leaf("kube-apiserver-etcd-client", "etcd-ca", "kube-apiserver", "", certs.Client)},
 		{leaf: leaf("sandbox-etcd", "sandbox-etcd-ca", "sandbox-etcd", "", certs.Peer, "127.0.0.1", "localhost")},
 		{leaf: leaf("sandbox-etcd-client", "sandbox-etcd-ca", "sandbox-apiserver", "", certs.Client)},
 	}

@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -18,16 +20,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandbox-apiserver/sandbox-apiserver/hack/localplane/hostchange"
 )
 
 // KwokStreams is kwok's configuration of exec, logs, attach and port-forward.
 func (c Config) KwokStreams() string { return filepath.Join(c.Out, "kwok/streams.yaml") }
 
 // kwokStreamsConfig: kwok's ClusterExec, ClusterLogs, ClusterAttach and ClusterPortForward for
-// every pod. Commands run in SandboxWorkDir as the user running this plane; logs and attach
-// stream SandboxWorkDir/container.log; a pod's port P in PORT_FORWARD_PORTS reaches
-// 127.0.0.1:P. kwok has one such configuration for all pods: they share the directory, the log
-// and the ports (see docs/streams.md).
+// every pod. Commands run in SandboxWorkDir, as ExecUID when set (the plane runs as root: kwok's
+// exec would otherwise be a root shell on the machine for whoever may exec into a pod on a kwok
+// node), else as the user running this plane; logs and attach stream
+// SandboxWorkDir/container.log; a pod's port P in PORT_FORWARD_PORTS reaches KwokNodeIP:P. kwok
+// has one such configuration for all pods: they share the directory, the log and the ports (see
+// docs/streams.md).
 var kwokStreamsConfig = template.Must(template.New("streams").Parse(`apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterExec
 metadata:
@@ -36,6 +42,9 @@ spec:
   execs:
   - local:
       workDir: {{.SandboxWorkDir}}
+{{- with .ExecUID}}
+      securityContext: {runAsUser: {{.}}, runAsGroup: {{.}}}
+{{- end}}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
@@ -61,35 +70,67 @@ spec:
   forwards:
 {{- range .Ports}}
   - ports: [{{.}}]
-    target: {address: 127.0.0.1, port: {{.}}}
+    target: {address: {{$.Address}}, port: {{.}}}
 {{- end}}
 `))
 
-// writeKwokStreams writes kwok's streams configuration and makes the work directory and its log.
+// writeKwokStreams writes kwok's streams configuration and makes the work directory and its log,
+// which kwok's exec user owns when the plane runs as root.
 func (c Config) writeKwokStreams() error {
 	if err := os.MkdirAll(c.SandboxWorkDir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(c.SandboxWorkDir, "container.log"), os.O_CREATE|os.O_WRONLY, 0o644)
+	log := filepath.Join(c.SandboxWorkDir, "container.log")
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	f.Close()
+	execUID := ""
+	if os.Geteuid() == 0 {
+		execUID = strconv.Itoa(c.KwokExecUID)
+		for _, path := range []string{c.SandboxWorkDir, log} {
+			if err := os.Chown(path, c.KwokExecUID, c.KwokExecUID); err != nil {
+				return err
+			}
+		}
+		if err := os.Chmod(c.SandboxWorkDir, 0o700); err != nil {
+			return err
+		}
+	}
 	var ports []int
 	for p := c.PortForwardFirst; p <= c.PortForwardLast; p++ {
 		ports = append(ports, p)
 	}
 	var b bytes.Buffer
 	if err := kwokStreamsConfig.Execute(&b, struct {
-		SandboxWorkDir string
-		Ports          []int
-	}{c.SandboxWorkDir, ports}); err != nil {
+		SandboxWorkDir, ExecUID, Address string
+		Ports                            []int
+	}{c.SandboxWorkDir, execUID, c.KwokNodeIP.String(), ports}); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(c.KwokStreams()), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(c.KwokStreams(), b.Bytes(), 0o644)
+}
+
+// prepareKwok gives kwok's Nodes their address of their own, KwokNodeIP, on an interface of its
+// own recorded in the node's journal (stop deletes it; nothing when that address is loopback),
+// and writes kwok's streams configuration. The interface is a bridge without ports: some kernels
+// lack the dummy link type.
+func (p *Plane) prepareKwok(context.Context) error {
+	if p.Config.KwokOwnAddress() {
+		journal, err := hostchange.Open(p.Config.JournalPath(), hostchange.Linux{})
+		if err != nil {
+			return err
+		}
+		addr := netip.PrefixFrom(p.Config.KwokNodeIP, 32).String()
+		if err := journal.MakeBridge(KwokInterface, addr, "local-plane"); err != nil {
+			return err
+		}
+	}
+	return p.Config.writeKwokStreams()
 }
 
 // kwokNodeNames are the fake Nodes' names.
@@ -137,11 +178,13 @@ func (p *Plane) makeKwokNodes(ctx context.Context) error {
 	if _, err := cl.applyAll(ctx, manifests, "status"); err != nil {
 		return err
 	}
-	// kwok writes the kubelet port (KwokPort, where it serves exec, logs and port-forward) only
-	// when it first initializes a Node: a Node kept from an earlier start, or from a version of
-	// the plane before kwok served the kubelet API, would send kube-apiserver to another port.
+	// kwok writes the kubelet port (KwokPort, where it serves exec, logs and port-forward) and
+	// address (KwokNodeIP) only when it first initializes a Node: a Node kept from an earlier
+	// start would send kube-apiserver elsewhere, and its host-network pods would report another
+	// address.
 	names := p.Config.kwokNodeNames()
-	patch := fmt.Appendf(nil, `{"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, p.Config.KwokPort)
+	patch := fmt.Appendf(nil, `{"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}},"addresses":[{"type":"InternalIP","address":%q}]}}`,
+		p.Config.KwokPort, p.Config.KwokNodeIP.String())
 	for _, n := range names {
 		if _, err := cl.kube.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 			return err

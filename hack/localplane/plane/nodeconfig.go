@@ -91,7 +91,9 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
 // cniConfig: pods on the bridge, the node's address their default gateway (so that the Services'
 // cluster IPs, which kube-proxy translates on the node, have a route); host-local hands out the
 // pod CIDR (the Node's spec.podCIDR) and keeps its leases under the node's directory; portmap
-// serves hostPort. No masquerading: pods reach the host, not the outside.
+// serves hostPort. No masquerading: pods reach the host, not the outside. A hostPort never takes
+// the machine's loopback: portmap's DNAT skips 127.0.0.0/8, and without its SNAT it never sets
+// route_localnet on the bridge (which would let a pod reach what listens on 127.0.0.1).
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "sandbox-local",
@@ -108,7 +110,8 @@ const cniConfig = `{
         "dataDir": "{{.NodeDir}}/cni/ipam"
       }
     },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": false,
+     "conditionsV4": ["!", "-d", "127.0.0.0/8"]}
   ]
 }
 `
@@ -147,9 +150,16 @@ podLogsDirectory: {{.NodeDir}}/pod-logs
 # The imported images are the only ones: never collect them, never evict for a busy shared disk.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+evictionHard: {memory.available: "256Mi", nodefs.available: "5%", imagefs.available: "5%", pid.available: "10%"}
 serializeImagePulls: false
 # CoreDNS, through the kube-dns Service (network.go).
 clusterDNS: [{{.ClusterDNSIP}}]
 clusterDomain: {{.ClusterDomain}}
+# Every container gets containerd's RuntimeDefault seccomp profile unless its pod asks for
+# another; each pod at most podPidsLimit processes (a fork bomb stops there); memory and process
+# IDs are kept back from the pods for the machine and the plane's own processes.
+seccompDefault: true
+podPidsLimit: {{.PodPidsLimit}}
+systemReserved: {memory: 1Gi, pid: "4096"}
+kubeReserved: {memory: 512Mi, pid: "2048"}
 `

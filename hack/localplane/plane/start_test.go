@@ -6,12 +6,14 @@ package plane
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,12 +57,12 @@ func TestStepsToRun(t *testing.T) {
 		want             []string
 	}{
 		{true, false, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
-			"kwok", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service",
+			"kwok", "kwok-guard", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service",
 			"sandbox-etcd", "sandbox-apiserver"}},
 		{false, false, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
-			"kwok", "sandbox-etcd", "sandbox-apiserver"}},
+			"kwok", "kwok-guard", "sandbox-etcd", "sandbox-apiserver"}},
 		{false, true, []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
-			"kwok", "sandbox-etcd"}},
+			"kwok", "kwok-guard", "sandbox-etcd"}},
 	}
 	for _, tc := range cases {
 		p := &Plane{Config: Config{Root: "/repo", Out: "/repo/_output/local", SkipSandboxAPIServer: tc.skipServer}}
@@ -165,11 +167,11 @@ func TestPullPolicyManifest(t *testing.T) {
 	}
 }
 
-// kwok's streams forward every port of the range to the same port on loopback.
+// kwok's streams forward every port of the range to the same port at kwok's address.
 func TestWriteKwokStreams(t *testing.T) {
 	root := t.TempDir()
 	cfg := Config{Root: root, Out: filepath.Join(root, "_output/local"), SandboxWorkDir: filepath.Join(root, "work"),
-		PortForwardFirst: 18000, PortForwardLast: 18002}
+		PortForwardFirst: 18000, PortForwardLast: 18002, KwokNodeIP: netip.MustParseAddr("10.89.0.1"), KwokExecUID: 65534}
 	if err := cfg.writeKwokStreams(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,9 +205,37 @@ func TestWriteKwokStreams(t *testing.T) {
 		t.Fatalf("forwards %+v", fwd.Spec.Forwards)
 	}
 	for i, f := range fwd.Spec.Forwards {
-		if p := 18000 + i; !slices.Equal(f.Ports, []int{p}) || f.Target.Address != "127.0.0.1" || f.Target.Port != p {
+		if p := 18000 + i; !slices.Equal(f.Ports, []int{p}) || f.Target.Address != "10.89.0.1" || f.Target.Port != p {
 			t.Errorf("forward %d: %+v", i, f)
 		}
+	}
+	// As root, exec runs as the unprivileged user, who owns the work directory.
+	if os.Geteuid() != 0 {
+		return
+	}
+	var clusterExec struct {
+		Spec struct {
+			Execs []struct {
+				Local struct {
+					WorkDir         string
+					SecurityContext struct{ RunAsUser, RunAsGroup *int64 }
+				}
+			}
+		}
+	}
+	b, _ = objs[0].MarshalJSON()
+	if err := yaml.Unmarshal(b, &clusterExec); err != nil || len(clusterExec.Spec.Execs) != 1 {
+		t.Fatalf("ClusterExec %s: %v", b, err)
+	}
+	if sc := clusterExec.Spec.Execs[0].Local.SecurityContext; sc.RunAsUser == nil || *sc.RunAsUser != 65534 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65534 {
+		t.Errorf("ClusterExec runs as %+v; want 65534:65534", sc)
+	}
+	info, err := os.Stat(cfg.SandboxWorkDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 65534 || info.Mode().Perm() != 0o700 {
+		t.Errorf("the work directory: owner %d, mode %v; want 65534, 0700", st.Uid, info.Mode().Perm())
 	}
 }
 
