@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -487,18 +488,24 @@ func (p *Plane) applyLocalManifests(ctx context.Context) error {
 		}
 		fmt.Fprintln(os.Stderr, `    storageclass.storage.k8s.io "standard" deleted`)
 	}
+	// kubectl's client-side apply, as users apply them: its last-applied annotation lets a later
+	// kubectl apply of the same objects (the deploy manifests' Service and APIServices, say)
+	// replace what this one set instead of merging into it.
+	args := []string{"--kubeconfig", p.Config.AdminKubeconfig(), "--request-timeout=20s", "apply"}
 	for _, f := range rendered {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
+		args = append(args, "-f", f)
+	}
+	cmd := exec.CommandContext(ctx, p.Config.Tool("kubectl"), args...)
+	out, err := cmd.Output()
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fmt.Fprintf(os.Stderr, "    %s\n", l)
+	}
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			os.Stderr.Write(exit.Stderr)
 		}
-		lines, err := cl.applyAll(ctx, data)
-		for _, l := range lines {
-			fmt.Fprintf(os.Stderr, "    %s\n", l)
-		}
-		if err != nil {
-			return fmt.Errorf("applying %s: %w", p.rel(f), err)
-		}
+		return fmt.Errorf("kubectl apply of artifacts/local: %w", err)
 	}
 	return nil
 }
