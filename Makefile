@@ -11,7 +11,7 @@ BIN := $(OUTPUT)/bin
 export CGO_ENABLED ?= 0
 export GOFLAGS ?= -trimpath
 
-.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
+.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e test-e2e-chart codegen deploy verify vet bench bench-compare tools run run-chart chart-images down clean
 
 all: build
 
@@ -107,6 +107,17 @@ run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
 	hack/e2b-env.sh
+
+# The plane with sandbox-apiserver installed by its Helm chart on the real node (as root on Linux),
+# from the images of chart-images, instead of as a process here (docs/operating.md, "Try the chart
+# locally"); make down uninstalls it.
+run-chart: tools chart-images
+	SANDBOX_APISERVER_MODE=chart hack/local-up.sh start
+	hack/run-examples.sh
+
+# The server's image and the pinned etcd's, for this machine's platform only, under _output/images.
+chart-images:
+	IMAGE_BINARIES="sandbox-apiserver etcd" IMAGE_PLATFORMS="linux/$$($(GO) env GOARCH)" hack/build-image.sh
 
 # Stops the plane, removes its volumes' data and undoes what its real node did to the host
 # (docs/local-plane.md).
