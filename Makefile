@@ -69,6 +69,14 @@ test-e2e: build tools
 	hack/python-deps.sh >/dev/null
 	KUBE_CACHE_MUTATION_DETECTOR=true $(GO) test -count=1 -timeout 40m -parallel $(E2E_PARALLEL) ./test/e2e/...
 
+# The chart installed by helm on the real node (test/e2e/chart_test.go): tenants, metrics, helm
+# upgrade and rollback under load, failover of the controllers and of an etcd member, uninstall.
+# They need a plane of their own in the chart mode, which TestMain starts (and stops) when none
+# runs: run them after test-e2e's plane has stopped (make down after make run). They need root
+# and the real node; elsewhere they skip.
+test-e2e-chart: build tools chart-images
+	SANDBOX_APISERVER_MODE=chart $(GO) test -count=1 -timeout 40m -run '^TestChart$$' ./test/e2e/
+
 codegen:
 	hack/update-codegen.sh
 
