@@ -58,14 +58,14 @@ main() {
   sandbox_version_vars "${ROOT}"
   mkdir -p "${OUT_DIR}"
   OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
-  local assembler="${OUT_DIR}/.bin/image" name platform bin_args bin digest version
+  local assembler="${OUT_DIR}/.bin/image" name platform bin_args bin digest tag
   (cd "${ROOT}/hack/image" && CGO_ENABLED=0 "${GO}" build -trimpath -o "${assembler}" .) ||
     die "building hack/image failed"
   log "images ${VERSION} (commit ${GIT_COMMIT:0:12}, ${BUILD_DATE}) for ${IMAGE_PLATFORMS}"
   for name in ${IMAGE_BINARIES}; do
     bin_args=()
-    version="${VERSION}"
-    [[ "${name}" != etcd ]] || version="$(etcd_pin)"
+    tag="${VERSION}"
+    [[ "${name}" != etcd ]] || tag="$(etcd_pin)"
     for platform in ${IMAGE_PLATFORMS}; do
       bin="${OUT_DIR}/.bin/${platform/\//_}/${name}"
       log "${name}: go build for ${platform}"
@@ -74,10 +74,10 @@ main() {
     done
     rm -rf "${OUT_DIR:?}/${name}"
     digest="$("${assembler}" --name "${name}" --out "${OUT_DIR}/${name}" --created "${BUILD_DATE}" \
-      --version "${version}" --revision "${GIT_COMMIT}" --source "${SOURCE_URL}" "${bin_args[@]}")" ||
+      --version "${tag}" --revision "${GIT_COMMIT}" --source "${SOURCE_URL}" "${bin_args[@]}")" ||
       die "${name}: assembling the image failed"
     echo "${digest}" >"${OUT_DIR}/${name}.digest"
-    log "${name}: ${OUT_DIR#"${ROOT}/"}/${name} ${version} ${digest}"
+    log "${name}: ${OUT_DIR#"${ROOT}/"}/${name} ${tag} ${digest}"
   done
   rm -rf "${OUT_DIR}/.bin"
 }

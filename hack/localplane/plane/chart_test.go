@@ -94,3 +94,41 @@ func TestTarDir(t *testing.T) {
 		}
 	}
 }
+
+// The chart mode runs neither sandbox-etcd nor sandbox-apiserver here: the chart's step installs
+// them on the real node, and the start then waits for their APIs as in the host mode.
+func TestStepsToRunInTheChartMode(t *testing.T) {
+	p := &Plane{Config: Config{Root: "/repo", Out: "/repo/_output/local", Mode: ModeChart, SkipSandboxAPIServer: true}}
+	steps, err := p.stepsToRun(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
+		"kwok", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service"}
+	if got := componentSteps(steps); !slices.Equal(got, want) {
+		t.Errorf("components %v, want %v", got, want)
+	}
+	var names []string
+	for _, s := range steps[len(steps)-3:] {
+		names = append(names, s.name)
+	}
+	if want := []string{"helm install the chart", "APIServices Available", "OpenAPI served"}; !slices.Equal(names, want) {
+		t.Errorf("the last steps %q, want %q", names, want)
+	}
+	host := &Plane{Config: Config{Root: "/repo", Out: "/repo/_output/local", Mode: ModeHost}}
+	steps, err = host.stepsToRun(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(steps, func(s step) bool { return s.chart }) {
+		t.Error("the host mode runs the chart's step")
+	}
+	comps := p.Config.Components()
+	if slices.ContainsFunc(comps, func(c Component) bool { return c.Name == "sandbox-apiserver" || c.Name == "sandbox-etcd" }) {
+		t.Error("the chart mode's table has the server's processes")
+	}
+	kas, _ := p.Config.Component("kube-apiserver")
+	if !slices.Contains(kas.Args, "--enable-aggregator-routing=true") {
+		t.Error("in the chart mode kube-apiserver must route to the APIServices' endpoints")
+	}
+}
