@@ -457,22 +457,26 @@ func helm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// chartServerVersion is the gitVersion every running server pod reports; it fails the test when
-// they differ.
-func chartServerVersions(t *testing.T) []string {
+// chartServerVersions are the gitVersions the running server pods report, each once.
+func chartServerVersions(t *testing.T) ([]string, error) {
 	t.Helper()
 	client := chartServerClient(t, "admin")
 	var versions []string
 	for name, ip := range chartServerPods(t, chartSelector) {
-		code, body := chartGet(t, client, "https://"+ip+":8443/version")
+		resp, err := client.Get("https://" + ip + ":8443/version")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		var v struct{ GitVersion string }
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("%s: GET /version: %d %.200s", name, code, body)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil {
+			return nil, fmt.Errorf("%s: GET /version: %d %.200s", name, resp.StatusCode, body)
 		}
 		versions = append(versions, v.GitVersion)
 	}
 	slices.Sort(versions)
-	return slices.Compact(versions)
+	return slices.Compact(versions), nil
 }
 
 // buildNextImage builds the server's image again with another version stamp (the same source,
@@ -501,9 +505,9 @@ func buildNextImage(t *testing.T, in *plane.Plane, tag string) plane.Image {
 // each while claims are created and used at a steady rate: no claim lost or served twice, no
 // error a client saw, at least podDisruptionBudget.minAvailable replicas Ready throughout.
 func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
-	before := chartServerVersions(t)
-	if len(before) != 1 {
-		t.Fatalf("the replicas report versions %v; want one", before)
+	before, err := chartServerVersions(t)
+	if err != nil || len(before) != 1 {
+		t.Fatalf("the replicas report versions %v (%v); want one", before, err)
 	}
 	next := buildNextImage(t, in, before[0]+"-next")
 
@@ -514,7 +518,11 @@ func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
 	if err != nil {
 		t.Fatal(err)
 	}
-	minAvailable := 1
+	var minAvailable int
+	fmt.Sscan(jsonpath(t, plane.ChartNamespace, "{.spec.minAvailable}", "pdb", "sandbox-apiserver"), &minAvailable)
+	if minAvailable < 1 {
+		t.Fatalf("the server's PodDisruptionBudget keeps %d replicas; want the chart's default of 1", minAvailable)
+	}
 	var figures []chartLoadFigure
 	change := func(phase string, args []string, want string) {
 		load := startChartLoad(t, client, ns, time.Second)
@@ -526,8 +534,8 @@ func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
 		t.Logf("%s: rolled out in %s", phase, time.Since(start).Round(time.Second))
 		fewest := ready.stop()
 		eventually(t, 2*time.Minute, "the old replicas to be gone", func() (bool, string) {
-			v := chartServerVersions(t)
-			return len(v) == 1 && v[0] == want && len(chartServerPods(t, chartSelector)) == 2, fmt.Sprint(v)
+			v, err := chartServerVersions(t)
+			return err == nil && len(v) == 1 && v[0] == want && len(chartServerPods(t, chartSelector)) == 2, fmt.Sprint(v, err)
 		})
 		if err := waitForSandboxAPIs(2 * time.Minute); err != nil {
 			t.Fatal(err)
@@ -558,9 +566,10 @@ type chartLease struct {
 
 func getChartLease(t *testing.T) chartLease {
 	t.Helper()
-	out := jsonpath(t, plane.ChartNamespace, "{.spec.holderIdentity} {.spec.leaseDurationSeconds} {.spec.renewTime} {.spec.acquireTime}",
+	// A leader that stops releases the Lease: its holder is empty until another takes it.
+	out := jsonpath(t, plane.ChartNamespace, "{.spec.holderIdentity}|{.spec.leaseDurationSeconds}|{.spec.renewTime}|{.spec.acquireTime}",
 		"lease", "sandbox-apiserver-controllers")
-	f := strings.Fields(out)
+	f := strings.Split(out, "|")
 	if len(f) != 4 {
 		t.Fatalf("the controllers' Lease: %q", out)
 	}
@@ -591,7 +600,7 @@ func testChartLeaderFailover(t *testing.T) float64 {
 	var after chartLease
 	eventually(t, 2*time.Minute, "another replica to hold the Lease", func() (bool, string) {
 		after = getChartLease(t)
-		return !strings.HasPrefix(after.holder, leader), after.holder
+		return after.holder != "" && !strings.HasPrefix(after.holder, leader), after.holder
 	})
 	takeover := after.acquire.Sub(before.renew)
 	t.Logf("deleted %s (the leader); %s holds the Lease %s after the deletion, %.1fs after the old leader's last renewal",
