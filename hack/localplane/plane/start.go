@@ -32,6 +32,8 @@ type Plane struct {
 	kube *cluster
 	// nodeFresh: containerd starts without containers (prepareContainerd).
 	nodeFresh bool
+	// realNode: this start runs the real node.
+	realNode bool
 	// kubeletStarted is when kubelet was launched (afterKubelet reports the time to Ready).
 	kubeletStarted time.Time
 	// interval is how often the waits poll the cluster (0: 500ms).
@@ -255,6 +257,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.realNode = node
 	chart := p.Config.Mode == ModeChart
 	switch {
 	case chart && !node:
@@ -484,7 +487,7 @@ func (c Config) Manifests() string { return filepath.Join(c.Out, "manifests") }
 // filled in) and applies them: the Namespace first, the APIServices last (after the Service they
 // point at).
 func (p *Plane) applyLocalManifests(ctx context.Context) error {
-	rendered, err := p.Config.renderLocalManifests()
+	rendered, err := p.Config.renderLocalManifests(p.realNode)
 	if err != nil {
 		return err
 	}
@@ -526,8 +529,9 @@ func (p *Plane) applyLocalManifests(ctx context.Context) error {
 }
 
 // renderLocalManifests writes artifacts/local/*.yaml, filled in, to Manifests and returns them in
-// the order they are applied.
-func (c Config) renderLocalManifests() ([]string, error) {
+// the order they are applied. With realNode, local-path-provisioner's helper pods run there (they
+// open the volumes' directories to the pods' users).
+func (c Config) renderLocalManifests(realNode bool) ([]string, error) {
 	if err := os.MkdirAll(c.Manifests(), 0o755); err != nil {
 		return nil, err
 	}
@@ -548,7 +552,8 @@ func (c Config) renderLocalManifests() ([]string, error) {
 	fill := strings.NewReplacer(
 		"@CA_BUNDLE@", base64.StdEncoding.EncodeToString(ca),
 		"@SANDBOX_APISERVER_PORT@", fmt.Sprint(c.SandboxAPIServerPort),
-		"@VOLUMES_DIR@", c.Volumes())
+		"@VOLUMES_DIR@", c.Volumes(),
+		"@HELPER_NODE_SELECTOR@", map[bool]string{true: "{type: real}", false: "{}"}[realNode])
 	var out []string
 	for _, src := range sources {
 		data, err := os.ReadFile(src)
