@@ -138,7 +138,10 @@ func testChartTenants(t *testing.T) {
 	waitCanI(t, "create", "sandboxclaims/exec", "-n", ns, "--as="+claimer)
 	waitCanI(t, "get", "sandboxclaims/proxy", "-n", ns, "--as="+editor)
 	for _, resource := range []string{"pods", "pods/exec", "sandboxes", "sandboxclaims/proxy"} {
-		if canI(t, claimerKC, "get", resource, "-n", ns) || canI(t, claimerKC, "create", resource, "-n", ns) {
+		// kubectl auth can-i reads TYPE/NAME: a subresource has its own flag.
+		kind, sub, _ := strings.Cut(resource, "/")
+		args := []string{kind, "-n", ns, "--subresource=" + sub}
+		if canI(t, claimerKC, append([]string{"get"}, args...)...) || canI(t, claimerKC, append([]string{"create"}, args...)...) {
 			t.Errorf("%s may use %s; the chart's claim-only role must not give that", claimer, resource)
 		}
 	}
@@ -152,7 +155,7 @@ func testChartTenants(t *testing.T) {
 		t.Errorf("exec as the claim-only tenant printed %q, want 42", got)
 	}
 
-	claimPath := fmt.Sprintf("/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/%s/sandboxclaims/mine/proxy/8080/hello", ns)
+	claimPath := fmt.Sprintf("/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/%s/sandboxclaims/mine:8080/proxy/hello", ns)
 	if code, body, _ := proxyCall(t, restConfig(t, editorKC), http.MethodGet, claimPath, "", nil); code != http.StatusOK || body != "hello from /hello" {
 		t.Errorf("the editor's GET on sandboxclaims/proxy: %d %q; want 200 from the sandbox's server", code, body)
 	}
@@ -300,6 +303,8 @@ func startChartLoad(t *testing.T, client *sandbox.Client, ns string, every time.
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &chartLoad{client: client, ns: ns, every: every, cancel: cancel, done: make(chan struct{}),
 		start: time.Now(), hostnames: map[string]string{}}
+	// A test that fails midway stops its load too.
+	t.Cleanup(l.halt)
 	slots := make(chan struct{}, chartLoadInFlight)
 	go func() {
 		defer close(l.done)
@@ -395,12 +400,17 @@ func (l *chartLoad) waitServed(t *testing.T, n int) {
 	})
 }
 
-// stop ends the load once the claims in progress are done and reports what clients saw.
-func (l *chartLoad) stop(t *testing.T, phase string) chartLoadFigure {
-	t.Helper()
+// halt ends the load and waits for the claims in progress.
+func (l *chartLoad) halt() {
 	l.cancel()
 	<-l.done
 	l.wg.Wait()
+}
+
+// stop ends the load once the claims in progress are done and reports what clients saw.
+func (l *chartLoad) stop(t *testing.T, phase string) chartLoadFigure {
+	t.Helper()
+	l.halt()
 	secs := time.Since(l.start).Seconds()
 	f := chartLoadFigure{Phase: phase, Claims: l.claims, Seconds: secs, ClaimsPerSecond: float64(l.claims) / secs,
 		LongestGapSecond: l.gap.Seconds(), LongestGapWhat: l.gapWhat}
@@ -466,23 +476,27 @@ func helm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// chartServerVersions are the gitVersions the running server pods report, each once.
+// buildVersion is the version stamp of a build in its agent_sandbox_build_info metric.
+var buildVersion = regexp.MustCompile(`\nagent_sandbox_build_info\{[^}]*git_version="([^"]*)"`)
+
+// chartServerVersions are the builds the running server pods report (agent_sandbox_build_info;
+// /version is kube-apiserver's library's), each once.
 func chartServerVersions(t *testing.T) ([]string, error) {
 	t.Helper()
 	client := chartServerClient(t, "admin")
 	var versions []string
 	for name, ip := range chartServerPods(t, chartSelector) {
-		resp, err := client.Get("https://" + ip + ":8443/version")
+		resp, err := client.Get("https://" + ip + ":8443/metrics")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		var v struct{ GitVersion string }
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil {
-			return nil, fmt.Errorf("%s: GET /version: %d %.200s", name, resp.StatusCode, body)
+		m := buildVersion.FindSubmatch(body)
+		if resp.StatusCode != http.StatusOK || m == nil {
+			return nil, fmt.Errorf("%s: GET /metrics: %d, no agent_sandbox_build_info", name, resp.StatusCode)
 		}
-		versions = append(versions, v.GitVersion)
+		versions = append(versions, string(m[1]))
 	}
 	slices.Sort(versions)
 	return slices.Compact(versions), nil
@@ -514,11 +528,13 @@ func buildNextImage(t *testing.T, in *plane.Plane, tag string) plane.Image {
 // each while claims are created and used at a steady rate: no claim lost or served twice, no
 // error a client saw, at least podDisruptionBudget.minAvailable replicas Ready throughout.
 func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
+	image := jsonpath(t, plane.ChartNamespace, "{.spec.template.spec.containers[0].image}", "deployment", "sandbox-apiserver")
+	tag := image[strings.LastIndex(image, ":")+1:]
 	before, err := chartServerVersions(t)
-	if err != nil || len(before) != 1 {
-		t.Fatalf("the replicas report versions %v (%v); want one", before, err)
+	if err != nil || !slices.Equal(before, []string{tag}) {
+		t.Fatalf("the replicas report the builds %v (%v); want the image's, %s", before, err, tag)
 	}
-	next := buildNextImage(t, in, before[0]+"-next")
+	next := buildNextImage(t, in, tag+"-next")
 	// The replicas about to be replaced: whatever they logged is lost with them.
 	expectNoForbiddenInServerLogs(t)
 
@@ -539,6 +555,7 @@ func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
 		load := startChartLoad(t, client, ns, time.Second)
 		load.waitServed(t, 3)
 		ready := watchChartReady(t)
+		t.Cleanup(func() { ready.stop() })
 		start := time.Now()
 		helm(t, args...)
 		kubectl(t, "rollout", "status", "-n", plane.ChartNamespace, "deployment/sandbox-apiserver", "--timeout=5m")
@@ -560,9 +577,11 @@ func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
 	change("upgrade", []string{"upgrade", plane.ChartRelease, filepath.Join(repoRoot, "artifacts/charts/sandbox-apiserver"),
 		"-n", plane.ChartNamespace, "--reuse-values", "--set", "image.tag=" + next.Tag, "--wait", "--timeout", "5m"}, next.Tag)
 	change("rollback", []string{"rollback", plane.ChartRelease, "-n", plane.ChartNamespace, "--wait", "--timeout", "5m"}, before[0])
-	if out := kubectl(t, "get", "sandboxclaims,sandboxes", "-n", ns, "-o", "name"); out != "" {
-		t.Errorf("claims or sandboxes left after every client deleted its own:\n%s", indent(out))
-	}
+	// A deleted claim's sandbox goes once the controllers see the claim gone.
+	eventually(t, 2*time.Minute, "no claim or sandbox left once every client deleted its own", func() (bool, string) {
+		out := kubectl(t, "get", "sandboxclaims,sandboxes", "-n", ns, "-o", "name")
+		return out == "", out
+	})
 	return figures
 }
 
@@ -724,8 +743,11 @@ func testChartUninstall(t *testing.T, in *plane.Plane) {
 			t.Errorf("APIService %s after helm uninstall: %v %s; want NotFound", api, err, stderr)
 		}
 	}
-	if _, stderr, err := kubectlErr(t, "get", "sandboxes", "-n", ns); err == nil || !strings.Contains(stderr, "the server doesn't have a resource type") {
-		t.Errorf("kubectl get sandboxes after helm uninstall: %v %s; want no such resource type", err, stderr)
+	// kubectl says the resource type is gone once its discovery cache is (this run's is fresh
+	// from before the uninstall: it asks and gets NotFound).
+	if _, stderr, err := kubectlErr(t, "get", "sandboxes", "-n", ns); err == nil ||
+		!strings.Contains(stderr, "the server doesn't have a resource type") && !strings.Contains(stderr, "NotFound") {
+		t.Errorf("kubectl get sandboxes after helm uninstall: %v %s; want no such resource", err, stderr)
 	}
 	if got := kubectl(t, "get", "pods", "-n", ns, "-o", "name"); got != pod {
 		t.Errorf("the sandbox's pod after helm uninstall: %q; want %q kept", got, pod)
