@@ -570,6 +570,7 @@ func testChartUpgradeRollback(t *testing.T, in *plane.Plane) []chartLoadFigure {
 		}
 		load.waitServed(t, load.served()+3)
 		figures = append(figures, load.stop(t, phase))
+		t.Logf("%s: at least %d server replicas Ready at every sample", phase, fewest)
 		if fewest < minAvailable {
 			t.Errorf("%s: %d server replicas were Ready at one point; the PodDisruptionBudget keeps %d", phase, fewest, minAvailable)
 		}
