@@ -104,7 +104,7 @@ func TestStepsToRunInTheChartMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"etcd", "kube-apiserver", "kube-controller-manager", "local-path-provisioner", "kube-scheduler",
-		"kwok", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service"}
+		"kwok", "kwok-guard", "containerd", "kubelet", "kube-proxy", "kube-router", "coredns", "kubernetes-service"}
 	if got := componentSteps(steps); !slices.Equal(got, want) {
 		t.Errorf("components %v, want %v", got, want)
 	}
