@@ -11,7 +11,7 @@ BIN := $(OUTPUT)/bin
 export CGO_ENABLED ?= 0
 export GOFLAGS ?= -trimpath
 
-.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e codegen deploy verify vet bench bench-compare tools run down clean
+.PHONY: all build image release test test-unit test-python-unit test-fuzz fuzz test-integration test-e2e test-e2e-chart codegen deploy verify vet bench bench-compare tools run run-chart chart-images down clean
 
 all: build
 
@@ -69,6 +69,19 @@ test-e2e: build tools
 	hack/python-deps.sh >/dev/null
 	KUBE_CACHE_MUTATION_DETECTOR=true $(GO) test -count=1 -timeout 40m -parallel $(E2E_PARALLEL) ./test/e2e/...
 
+# The chart installed by helm on the real node (test/e2e/chart_test.go): tenants, metrics, helm
+# upgrade and rollback under load, failover of the controllers and of an etcd member, uninstall.
+# They need a plane of their own in the chart mode, which TestMain starts (and stops) when none
+# runs: run them after test-e2e's plane has stopped (make down after make run). They need root on
+# Linux (the real node); elsewhere the target says so and does nothing.
+test-e2e-chart:
+	@if [[ "$$(uname -s)" != Linux || "$$(id -u)" != 0 ]]; then \
+		echo "test-e2e-chart: skipped: the chart is installed on the real node, which needs root on Linux"; \
+	else \
+		$(MAKE) --no-print-directory build tools chart-images && \
+		SANDBOX_APISERVER_MODE=chart $(GO) test -count=1 -timeout 40m -run '^TestChart$$' ./test/e2e/; \
+	fi
+
 codegen:
 	hack/update-codegen.sh
 
@@ -107,6 +120,17 @@ run: build tools
 	hack/local-up.sh start
 	hack/run-examples.sh
 	hack/e2b-env.sh
+
+# The plane with sandbox-apiserver installed by its Helm chart on the real node (as root on Linux),
+# from the images of chart-images, instead of as a process here (docs/operating.md, "Try the chart
+# locally"); make down uninstalls it.
+run-chart: tools chart-images
+	SANDBOX_APISERVER_MODE=chart hack/local-up.sh start
+	hack/run-examples.sh
+
+# The server's image and the pinned etcd's, for this machine's platform only, under _output/images.
+chart-images:
+	IMAGE_BINARIES="sandbox-apiserver etcd" IMAGE_PLATFORMS="linux/$$($(GO) env GOARCH)" hack/build-image.sh
 
 # Stops the plane, removes its volumes' data and undoes what its real node did to the host
 # (docs/local-plane.md).

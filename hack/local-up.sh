@@ -49,6 +49,11 @@
 #   SANDBOX_APISERVER_ARGS    extra flags for sandbox-apiserver (word-split)
 #   SKIP_SANDBOX_APISERVER=1  start everything but sandbox-apiserver (sandbox-etcd
 #                             runs, for a server started by hand)
+#   SANDBOX_APISERVER_MODE [host]  chart: instead of sandbox-etcd and sandbox-apiserver
+#                             as processes here, helm installs the chart on the real
+#                             node with the images of _output/images (make run-chart,
+#                             hack/localplane/plane/chart.go); stop uninstalls it
+#   CHART_TIMEOUT [600]       seconds the chart has to roll out, then to be served
 #   KWOK_NODES [3]            number of fake Nodes
 #   SANDBOX_WORK_DIR [_output/local/sandbox-work]  where kwok runs the commands of
 #                             exec on any pod, and the file its logs and attach

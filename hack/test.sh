@@ -18,6 +18,7 @@ LAYERS=(
   "fuzz|test-fuzz"
   "integration|test-integration"
   "e2e|test-e2e"
+  "e2e-chart|test-e2e-chart"
 )
 
 wanted=("$@")

@@ -57,14 +57,12 @@ func (p *Plane) waitAPIServices(ctx context.Context) error {
 			return fmt.Errorf("APIService %s: %w", name, err)
 		}
 	}
-	server, err := p.Config.Component("sandbox-apiserver")
-	if err != nil {
-		return err
-	}
 	var messages []string
 	err = poll(ctx, p.pollInterval(), p.Config.APIServiceTimeout, func() (bool, error) {
-		if _, ok := p.runner().Running(server); !ok {
-			return false, p.fail("sandbox-apiserver", "exited while waiting for the APIServices")
+		if server, err := p.Config.Component("sandbox-apiserver"); err == nil {
+			if _, ok := p.runner().Running(server); !ok {
+				return false, p.fail("sandbox-apiserver", "exited while waiting for the APIServices")
+			}
 		}
 		messages = messages[:0]
 		for _, name := range apiServices {
@@ -83,7 +81,7 @@ func (p *Plane) waitAPIServices(ctx context.Context) error {
 		for _, m := range messages {
 			fmt.Fprintf(os.Stderr, "    %s\n", m)
 		}
-		return p.fail("sandbox-apiserver", fmt.Sprintf("APIServices not Available after %s", seconds(p.Config.APIServiceTimeout)))
+		return p.serverFailed(ctx, fmt.Sprintf("APIServices not Available after %s", seconds(p.Config.APIServiceTimeout)))
 	}
 	if err != nil {
 		return err
@@ -167,13 +165,24 @@ func (p *Plane) waitOpenAPI(ctx context.Context) error {
 	if errorsIsTimeout(err) {
 		p.Log("ERROR: not in kube-apiserver's OpenAPI after %s:", seconds(p.Config.APIServiceTimeout))
 		fmt.Fprintf(os.Stderr, "    %s\n", strings.Join(missing, "\n    "))
-		return p.fail("sandbox-apiserver", fmt.Sprintf("OpenAPI not aggregated after %s", seconds(p.Config.APIServiceTimeout)))
+		return p.serverFailed(ctx, fmt.Sprintf("OpenAPI not aggregated after %s", seconds(p.Config.APIServiceTimeout)))
 	}
 	if err != nil {
 		return err
 	}
 	p.Log("kube-apiserver's OpenAPI v2 and v3 describe every kind in both versions")
 	return nil
+}
+
+// serverFailed reports a server that does not serve its APIs: the end of its log, and it is
+// stopped, when it runs here; its pods when the chart installed it.
+func (p *Plane) serverFailed(ctx context.Context, msg string) error {
+	if p.Config.Mode != ModeChart {
+		return p.fail("sandbox-apiserver", msg)
+	}
+	p.Log("ERROR: sandbox-apiserver (the chart's): %s", msg)
+	p.describeChart(ctx)
+	return ErrReported
 }
 
 // seconds prints a duration as the knobs give it (120s).

@@ -40,8 +40,23 @@ const serviceCIDR = "10.0.0.0/24"
 // Components is the plane, in start order (stop runs it backwards): what each process runs and
 // how the plane knows it is ready. This table is the one place that says how the plane is made;
 // startOrder (start.go) starts them in this order, writing the files they name (certificates,
-// kubeconfigs, the node's configuration) before each.
+// kubeconfigs, the node's configuration) before each. In the chart mode sandbox-etcd and
+// sandbox-apiserver run as the chart's pods on the real node, not as processes here.
 func (c Config) Components() []Component {
+	all := c.components()
+	if c.Mode != ModeChart {
+		return all
+	}
+	var host []Component
+	for _, comp := range all {
+		if comp.Name != "sandbox-etcd" && comp.Name != "sandbox-apiserver" {
+			host = append(host, comp)
+		}
+	}
+	return host
+}
+
+func (c Config) components() []Component {
 	port := func(p int) string { return strconv.Itoa(p) }
 	local := func(p int) string { return "127.0.0.1:" + port(p) }
 	healthz := func(p int) Probe {
@@ -103,7 +118,10 @@ func (c Config) Components() []Component {
 			"--kubelet-client-certificate=" + c.Cert("kube-apiserver-kubelet-client.crt"),
 			"--kubelet-client-key=" + c.Cert("kube-apiserver-kubelet-client.key"),
 			"--kubelet-preferred-address-types=InternalIP",
-			"--enable-aggregator-routing=false",
+			// The chart's APIServices name a ClusterIP Service: the aggregator dials its
+			// endpoints, the server's pods on the node's bridge (this machine routes no Service
+			// IPs by itself).
+			"--enable-aggregator-routing=" + strconv.FormatBool(c.Mode == ModeChart),
 			"--endpoint-reconciler-type=none",
 			"--profiling=" + strconv.FormatBool(c.Profiling),
 			"--v=1",

@@ -69,6 +69,11 @@ type Config struct {
 	PortForwardFirst, PortForwardLast int
 	// SkipSandboxAPIServer starts everything but sandbox-apiserver (a server started by hand).
 	SkipSandboxAPIServer bool
+	// Mode says where sandbox-apiserver runs: ModeHost (its process and sandbox-etcd on this
+	// machine) or ModeChart (installed by its Helm chart on the real node, chart.go).
+	Mode string
+	// ChartTimeout bounds the chart's install (its rollout) and again the wait until it serves.
+	ChartTimeout time.Duration
 
 	// KwokNodeIP is the address kwok's Nodes report, and with it their host-network pods; kwok
 	// serves its kubelet API there. As root on Linux it is an address of its own, on the
@@ -87,6 +92,12 @@ type Config struct {
 	// kube-apiserver to serve their OpenAPI.
 	APIServiceTimeout time.Duration
 }
+
+// The values of SANDBOX_APISERVER_MODE.
+const (
+	ModeHost  = "host"
+	ModeChart = "chart"
+)
 
 // NodeMode is the LOCAL_NODE knob.
 type NodeMode string
@@ -208,6 +219,12 @@ func ConfigFromEnv(root string) (Config, error) {
 		c.PortForwardFirst, c.PortForwardLast = f, l
 	}
 	c.SkipSandboxAPIServer = os.Getenv("SKIP_SANDBOX_APISERVER") != ""
+	switch c.Mode = envOr("SANDBOX_APISERVER_MODE", ModeHost); c.Mode {
+	case ModeHost, ModeChart:
+	default:
+		errs = append(errs, fmt.Sprintf("SANDBOX_APISERVER_MODE: %q is not %s or %s", c.Mode, ModeHost, ModeChart))
+	}
+	c.ChartTimeout = seconds("CHART_TIMEOUT", 600)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

@@ -33,6 +33,8 @@ type Plane struct {
 	kube *cluster
 	// nodeFresh: containerd starts without containers (prepareContainerd).
 	nodeFresh bool
+	// realNode: this start runs the real node.
+	realNode bool
 	// kubeletStarted is when kubelet was launched (afterKubelet reports the time to Ready).
 	kubeletStarted time.Time
 	// interval is how often the waits poll the cluster (0: 500ms).
@@ -56,6 +58,8 @@ type step struct {
 
 	// server: only when sandbox-apiserver runs (not with SKIP_SANDBOX_APISERVER).
 	server bool
+	// host: only when it runs here (not in the chart mode); chart: only in the chart mode.
+	host, chart bool
 }
 
 // startOrder is the plane's start, the one place that says it. The components come in the order
@@ -79,19 +83,21 @@ func (p *Plane) startOrder() []step {
 		{component: "coredns"},
 		{component: "kubernetes-service"},
 		{name: "taint kwok's Nodes", do: p.taintKwokNodes},
-		{component: "sandbox-etcd", prepare: p.stopEmbeddedServer},
-		{component: "sandbox-apiserver", server: true},
+		{component: "sandbox-etcd", prepare: p.stopEmbeddedServer, host: true},
+		{component: "sandbox-apiserver", server: true, host: true},
+		{name: "helm install the chart", do: p.installChart, chart: true},
 		{name: "APIServices Available", do: p.waitAPIServices, server: true},
 		{name: "OpenAPI served", do: p.waitOpenAPI, server: true},
 	}
 }
 
 // stepsToRun is the start order without the steps this start skips: the real node's components
-// unless node, sandbox-apiserver's steps with SKIP_SANDBOX_APISERVER.
+// unless node, sandbox-apiserver's steps with SKIP_SANDBOX_APISERVER, those of the other mode.
 func (p *Plane) stepsToRun(node bool) ([]step, error) {
 	var out []step
+	chart := p.Config.Mode == ModeChart
 	for _, s := range p.startOrder() {
-		if s.server && p.Config.SkipSandboxAPIServer {
+		if (s.server && p.Config.SkipSandboxAPIServer && !chart) || (s.host && chart) || (s.chart && !chart) {
 			continue
 		}
 		if s.component != "" {
@@ -252,6 +258,14 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.realNode = node
+	chart := p.Config.Mode == ModeChart
+	switch {
+	case chart && !node:
+		return errors.New("SANDBOX_APISERVER_MODE=chart installs the server on the real node, which does not run here")
+	case !chart && p.Config.ChartInstalled():
+		return errors.New("the chart is installed on this plane (SANDBOX_APISERVER_MODE=chart): stop it first (make down)")
+	}
 	steps, err := p.stepsToRun(node)
 	if err != nil {
 		return err
@@ -268,7 +282,7 @@ func (p *Plane) Start(ctx context.Context) error {
 			}
 		}
 	}
-	if !p.Config.SkipSandboxAPIServer {
+	if !p.Config.SkipSandboxAPIServer && !chart {
 		if err := p.serverBinaryPresent(); err != nil {
 			return err
 		}
@@ -276,7 +290,10 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err := p.run(ctx, steps); err != nil {
 		return err
 	}
-	if p.Config.SkipSandboxAPIServer {
+	switch {
+	case chart:
+		p.Log("sandbox-apiserver installed by its chart in %s", ChartNamespace)
+	case p.Config.SkipSandboxAPIServer:
 		p.Log("SKIP_SANDBOX_APISERVER set: sandbox-apiserver not started")
 	}
 	p.Log("local control plane is up; logs in %s", p.rel(p.Config.Logs()))
@@ -396,6 +413,7 @@ func embeddedEtcd(args []string) bool {
 // rest still stops). It removes the data of the plane's volumes, and waits a moment for the
 // ports to be released.
 func (p *Plane) Stop() {
+	p.uninstallChart(context.Background())
 	r := p.runner()
 	comps := p.Config.Components()
 	for i := len(comps) - 1; i >= 0; i-- {
@@ -470,7 +488,7 @@ func (c Config) Manifests() string { return filepath.Join(c.Out, "manifests") }
 // filled in) and applies them: the Namespace first, the APIServices last (after the Service they
 // point at).
 func (p *Plane) applyLocalManifests(ctx context.Context) error {
-	rendered, err := p.Config.renderLocalManifests()
+	rendered, err := p.Config.renderLocalManifests(p.realNode)
 	if err != nil {
 		return err
 	}
@@ -479,6 +497,13 @@ func (p *Plane) applyLocalManifests(ctx context.Context) error {
 		return err
 	}
 	p.Log("applying artifacts/local")
+	if p.Config.Mode == ModeChart {
+		var hostOnly []string
+		rendered, hostOnly = splitFunc(rendered, hostModeManifest)
+		if err := p.deleteHostModeObjects(ctx, cl, hostOnly); err != nil {
+			return err
+		}
+	}
 	// A StorageClass's provisioner cannot change: the class of a plane kept from before
 	// local-path-provisioner (kube-controller-manager's host-path provisioner) is made anew.
 	sc, err := cl.kube.StorageV1().StorageClasses().Get(ctx, "standard", metav1.GetOptions{})
@@ -511,8 +536,9 @@ func (p *Plane) applyLocalManifests(ctx context.Context) error {
 }
 
 // renderLocalManifests writes artifacts/local/*.yaml, filled in, to Manifests and returns them in
-// the order they are applied.
-func (c Config) renderLocalManifests() ([]string, error) {
+// the order they are applied. With realNode, local-path-provisioner's helper pods run there (they
+// open the volumes' directories to the pods' users).
+func (c Config) renderLocalManifests(realNode bool) ([]string, error) {
 	if err := os.MkdirAll(c.Manifests(), 0o755); err != nil {
 		return nil, err
 	}
@@ -533,7 +559,8 @@ func (c Config) renderLocalManifests() ([]string, error) {
 	fill := strings.NewReplacer(
 		"@CA_BUNDLE@", base64.StdEncoding.EncodeToString(ca),
 		"@SANDBOX_APISERVER_PORT@", fmt.Sprint(c.SandboxAPIServerPort),
-		"@VOLUMES_DIR@", c.Volumes())
+		"@VOLUMES_DIR@", c.Volumes(),
+		"@HELPER_NODE_SELECTOR@", map[bool]string{true: "{type: real}", false: "{}"}[realNode])
 	var out []string
 	for _, src := range sources {
 		data, err := os.ReadFile(src)
@@ -569,6 +596,18 @@ func applyOrder(files []string) []string {
 		return strings.Compare(a, b)
 	})
 	return out
+}
+
+// splitFunc splits files into those in does not match and those it does.
+func splitFunc(files []string, in func(string) bool) (out, matched []string) {
+	for _, f := range files {
+		if in(f) {
+			matched = append(matched, f)
+		} else {
+			out = append(out, f)
+		}
+	}
+	return out, matched
 }
 
 // writeFile writes data to path, making its directory.
