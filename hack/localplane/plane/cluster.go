@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,58 +110,42 @@ func (c *cluster) resource(ctx context.Context, obj *unstructured.Unstructured) 
 	return c.dynamic.Resource(mapping.Resource), mapping, nil
 }
 
-// apply applies obj server-side (taking over fields another manager set) and returns what
-// kubectl apply would say of it: kind.group/name created, configured or unchanged. With
-// subresource "status", it applies the object's status.
-func (c *cluster) apply(ctx context.Context, obj *unstructured.Unstructured, subresource ...string) (string, error) {
+// apply applies obj server-side, taking over fields another manager set. With subresource
+// "status", it applies the object's status.
+func (c *cluster) apply(ctx context.Context, obj *unstructured.Unstructured, subresource ...string) error {
 	res, mapping, err := c.resource(ctx, obj)
 	if err != nil {
-		return "", err
+		return err
 	}
 	name := strings.ToLower(obj.GetKind())
 	if g := mapping.Resource.Group; g != "" {
 		name += "." + g
 	}
 	name += "/" + obj.GetName()
-	before, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	existed := err == nil
-	if err != nil && !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
 	data, err := obj.MarshalJSON()
 	if err != nil {
-		return "", err
+		return err
 	}
 	force := true
-	after, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: fieldManager, Force: &force}, subresource...)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
+	if _, err := res.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: fieldManager, Force: &force}, subresource...); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	switch {
-	case !existed:
-		return name + " created", nil
-	case before.GetResourceVersion() == after.GetResourceVersion():
-		return name + " unchanged", nil
-	}
-	return name + " configured", nil
+	return nil
 }
 
-// applyAll applies every object of a YAML stream, in order, and returns kubectl's lines.
-func (c *cluster) applyAll(ctx context.Context, data []byte, subresource ...string) ([]string, error) {
+// applyAll applies every object of a YAML stream, in order.
+func (c *cluster) applyAll(ctx context.Context, data []byte, subresource ...string) error {
 	objs, err := decodeManifests(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var lines []string
 	for _, obj := range objs {
-		line, err := c.apply(ctx, obj, subresource...)
-		if err != nil {
-			return lines, err
+		if err := c.apply(ctx, obj, subresource...); err != nil {
+			return err
 		}
-		lines = append(lines, line)
 	}
-	return lines, nil
+	return nil
 }
 
 // poll calls cond every interval until it is done, fails, or timeout passes (an error saying

@@ -170,12 +170,12 @@ func (p *Plane) makeKwokNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cl.applyAll(ctx, manifests); err != nil {
+	if err := cl.applyAll(ctx, manifests); err != nil {
 		return err
 	}
 	// An apply leaves the status of Nodes kept from an earlier start alone; the capacity (pods per
 	// Node) is applied to the status subresource as well.
-	if _, err := cl.applyAll(ctx, manifests, "status"); err != nil {
+	if err := cl.applyAll(ctx, manifests, "status"); err != nil {
 		return err
 	}
 	// kwok writes the kubelet port (KwokPort, where it serves exec, logs and port-forward) and

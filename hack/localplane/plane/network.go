@@ -128,7 +128,7 @@ func (p *Plane) prepareNetwork(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = cl.applyAll(ctx, objects)
+	err = cl.applyAll(ctx, objects)
 	return err
 }
 

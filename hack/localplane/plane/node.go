@@ -318,7 +318,7 @@ func (p *Plane) prepareKubelet(ctx context.Context) error {
 	if err := writeFile(filepath.Join(p.Config.Manifests(), "local-node-images.yaml"), policy); err != nil {
 		return err
 	}
-	if _, err := cl.applyAll(ctx, policy); err != nil {
+	if err := cl.applyAll(ctx, policy); err != nil {
 		return err
 	}
 	p.kubeletStarted = time.Now()
