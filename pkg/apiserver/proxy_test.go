@@ -73,8 +73,8 @@ func TestProxiedPodFieldsKeepWhatTheProxyReads(t *testing.T) {
 			if slim.Annotations != nil || slim.Spec.Containers[1].Env != nil {
 				t.Errorf("the slim pod keeps fields the proxy never reads: %+v", slim)
 			}
-			wantURL, wantErr := sandboxproxy.Target(sb, full, tc.port, false)
-			gotURL, gotErr := sandboxproxy.Target(sb, slim, tc.port, false)
+			wantURL, wantErr := sandboxproxy.Target(sb, full, tc.port, nil)
+			gotURL, gotErr := sandboxproxy.Target(sb, slim, tc.port, nil)
 			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 				t.Fatalf("slim pod: error %v, full pod: %v", gotErr, wantErr)
 			}
