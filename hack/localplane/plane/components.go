@@ -22,6 +22,10 @@ type Component struct {
 	Dirs []string
 	// Ports it listens on: start refuses to launch it while another process holds one.
 	Ports []int
+	// Listen is the one address its Ports are bound on, when there is one: only a listener on
+	// that address or on every address holds such a port (socat serves kube-apiserver's port
+	// on the node's address). Unset, a listener on any address does.
+	Listen netip.Addr
 	// Ready says when it serves.
 	Ready Probe
 	// Node: it belongs to the real node (run only as root on Linux).
@@ -126,8 +130,9 @@ func (c Config) components() []Component {
 			"--profiling=" + strconv.FormatBool(c.Profiling),
 			"--v=1",
 		},
-		Dirs:  []string{filepath.Join(c.Data(), "kube-apiserver")},
-		Ports: []int{c.KubeAPIServerPort},
+		Dirs:   []string{filepath.Join(c.Data(), "kube-apiserver")},
+		Ports:  []int{c.KubeAPIServerPort},
+		Listen: netip.AddrFrom4([4]byte{127, 0, 0, 1}),
 		Ready: Probe{URL: "https://" + local(c.KubeAPIServerPort) + "/readyz", CA: c.Cert("ca.crt"),
 			Cert: c.Cert("admin.crt"), Key: c.Cert("admin.key"), Body: "ok"},
 	}, {

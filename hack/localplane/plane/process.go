@@ -6,8 +6,10 @@ package plane
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,7 +255,7 @@ func (r Runner) Status(c Component) (string, bool) {
 // CheckPorts fails when another process listens on one of the component's ports, naming it.
 func (r Runner) CheckPorts(c Component) error {
 	for _, p := range c.Ports {
-		if PortInUse(p) {
+		if PortInUse(c.Listen, p) {
 			return fmt.Errorf("%s: port %d is already in use (set the matching *_PORT variable to move it)%s",
 				c.Name, p, portOwner(p))
 		}
@@ -261,9 +263,10 @@ func (r Runner) CheckPorts(c Component) error {
 	return nil
 }
 
-// PortInUse reports whether something listens on the TCP port, on any address (/proc/net/tcp
-// and tcp6: state 0A is LISTEN).
-func PortInUse(port int) bool {
+// PortInUse reports whether something listens on the TCP port (/proc/net/tcp and tcp6: state
+// 0A is LISTEN) where a process binding it on addr would collide: on addr or on every address,
+// or, with addr unset, on any address.
+func PortInUse(addr netip.Addr, port int) bool {
 	want := fmt.Sprintf(":%04X", port)
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		file, err := os.Open(f)
@@ -273,7 +276,8 @@ func PortInUse(port int) bool {
 		s := bufio.NewScanner(file)
 		for s.Scan() {
 			fields := strings.Fields(s.Text())
-			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(fields[1], want) {
+			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(fields[1], want) &&
+				collides(addr, strings.TrimSuffix(fields[1], want)) {
 				file.Close()
 				return true
 			}
@@ -281,6 +285,24 @@ func PortInUse(port int) bool {
 		file.Close()
 	}
 	return false
+}
+
+// collides says whether a listener on the address /proc/net/tcp* prints as hexAddr (each 32-bit
+// word in the host's little-endian order) holds a port for a process binding it on addr.
+func collides(addr netip.Addr, hexAddr string) bool {
+	b, err := hex.DecodeString(hexAddr)
+	if !addr.IsValid() || err != nil || len(b)%4 != 0 {
+		return true
+	}
+	for i := 0; i < len(b); i += 4 {
+		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+	}
+	listener, ok := netip.AddrFromSlice(b)
+	if !ok {
+		return true
+	}
+	listener = listener.Unmap()
+	return listener.IsUnspecified() || listener == addr.Unmap()
 }
 
 // portOwner describes the listener on the port when ss can tell.

@@ -97,7 +97,7 @@ func (p *Plane) stepsToRun(node bool) ([]step, error) {
 	var out []step
 	chart := p.Config.Mode == ModeChart
 	for _, s := range p.startOrder() {
-		if (s.server && p.Config.SkipSandboxAPIServer && !chart) || (s.host && chart) || (s.chart && !chart) {
+		if (s.server && p.Config.SkipSandboxAPIServer && !chart) || p.otherMode(s) {
 			continue
 		}
 		if s.component != "" {
@@ -313,9 +313,21 @@ func (p *Plane) StartServer(ctx context.Context) error {
 	if err := p.serverBinaryPresent(); err != nil {
 		return err
 	}
+	return p.run(ctx, p.serverSteps())
+}
+
+// serverSteps are the start order's steps from sandbox-etcd on, of this plane's mode.
+func (p *Plane) serverSteps() []step {
 	steps := p.startOrder()
 	from := slices.IndexFunc(steps, func(s step) bool { return s.component == "sandbox-etcd" })
-	return p.run(ctx, steps[from:])
+	return slices.DeleteFunc(steps[from:], p.otherMode)
+}
+
+// otherMode says whether s belongs to the mode this plane does not run: the host process's
+// steps in the chart mode, the chart's install in the host mode.
+func (p *Plane) otherMode(s step) bool {
+	chart := p.Config.Mode == ModeChart
+	return (s.host && chart) || (s.chart && !chart)
 }
 
 // StartComponent starts one component alone (its start-order step's prepare and after included)
@@ -431,7 +443,7 @@ func (p *Plane) Stop() {
 		for _, port := range c.Ports {
 			// A killed process may take a moment to release its sockets.
 			if poll(context.Background(), 200*time.Millisecond, 5*time.Second, func() (bool, error) {
-				return !PortInUse(port), nil
+				return !PortInUse(c.Listen, port), nil
 			}) != nil {
 				p.Log("WARNING: port %d (%s) still has a listener%s", port, c.Name, portOwner(port))
 				left = true

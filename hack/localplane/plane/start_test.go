@@ -80,6 +80,27 @@ func TestStepsToRun(t *testing.T) {
 	}
 }
 
+// What start-sandbox-apiserver runs in each mode: the host process after sandbox-etcd, or the
+// chart's install; never the other mode's steps.
+func TestServerSteps(t *testing.T) {
+	names := func(steps []step) []string {
+		var out []string
+		for _, s := range steps {
+			out = append(out, s.component+s.name)
+		}
+		return out
+	}
+	for mode, want := range map[string][]string{
+		ModeHost:  {"sandbox-etcd", "sandbox-apiserver", "APIServices Available", "OpenAPI served"},
+		ModeChart: {"helm install the chart", "APIServices Available", "OpenAPI served"},
+	} {
+		p := &Plane{Config: Config{Root: "/repo", Out: "/repo/_output/local", Mode: mode}}
+		if got := names(p.serverSteps()); !slices.Equal(got, want) {
+			t.Errorf("mode %s: steps %v, want %v", mode, got, want)
+		}
+	}
+}
+
 func TestConfigKnobs(t *testing.T) {
 	cfg, err := ConfigFromEnv("/repo")
 	if err != nil {
@@ -390,5 +411,29 @@ func TestStartComponentGivenWhatRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.Pidfile("kube-apiserver")); err == nil {
 		t.Error("kube-apiserver launched after its prepare failed")
+	}
+}
+
+// A listener holds a port for a process binding it on an address only on that address or on
+// every address: socat on the node's address does not hold kube-apiserver's loopback port.
+func TestCollides(t *testing.T) {
+	loopback := netip.MustParseAddr("127.0.0.1")
+	for _, tc := range []struct {
+		addr     netip.Addr
+		listener string // as /proc/net/tcp and tcp6 print it
+		want     bool
+	}{
+		{loopback, "0100007F", true},                          // 127.0.0.1
+		{loopback, "0100580A", false},                         // 10.88.0.1
+		{loopback, "00000000", true},                          // 0.0.0.0
+		{loopback, "00000000000000000000000000000000", true},  // ::
+		{loopback, "0000000000000000FFFF00000100007F", true},  // ::ffff:127.0.0.1
+		{loopback, "00000000000000000000000001000000", false}, // ::1
+		{netip.Addr{}, "0100580A", true},                      // unset: any address
+		{netip.MustParseAddr("10.88.0.1"), "0100580A", true},  // the node's own
+	} {
+		if got := collides(tc.addr, tc.listener); got != tc.want {
+			t.Errorf("collides(%v, %s) = %v, want %v", tc.addr, tc.listener, got, tc.want)
+		}
 	}
 }
